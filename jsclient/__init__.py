@@ -1,0 +1,100 @@
+"""jsclient: a blocking, thread-based NATS JetStream client with a Cython hot path.
+
+Public names only; importing this package starts no thread and opens no socket.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jsclient import api, errors
+from jsclient._version import __version__
+from jsclient.client import Client
+from jsclient.connection import Options
+from jsclient.msg import Msg, MsgMetadata, SequencePair
+from jsclient.subscription import Subscription
+
+
+def connect(
+    servers: str | Sequence[str] = "nats://127.0.0.1:4222",
+    *,
+    name: str | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    token: str | None = None,
+    creds: str | None = None,
+    nkey_seed: str | None = None,
+    tls: ssl.SSLContext | None = None,
+    connect_timeout: float = 2.0,
+    reconnect: bool = True,
+    max_reconnect_attempts: int = 60,
+    reconnect_wait: float = 2.0,
+    reconnect_buffer_size: int = 8 * 1024 * 1024,
+    ping_interval: float = 120.0,
+    max_pings_outstanding: int = 2,
+    no_echo: bool = False,
+    inbox_prefix: str = "_INBOX",
+    error_cb: Callable[[Exception], Any] | None = None,
+    disconnected_cb: Callable[[], Any] | None = None,
+    reconnected_cb: Callable[[], Any] | None = None,
+    closed_cb: Callable[[], Any] | None = None,
+    **extra: Any,
+) -> Client:
+    """Connect to NATS and return a blocking :class:`Client`.
+
+    ``servers`` is a URL, a comma-separated list of URLs, or a list. Extra
+    keyword options: ``tls_hostname``, ``tls_handshake_first``,
+    ``dont_randomize``, ``ignore_discovered_servers``, ``reconnect_jitter``,
+    ``reconnect_jitter_tls``, ``lame_duck_cb``, ``discovered_server_cb``,
+    ``max_control_line``. ``max_reconnect_attempts=-1`` retries forever.
+    """
+    if isinstance(servers, str):
+        urls = [u for u in servers.split(",") if u.strip()]
+    else:
+        urls = list(servers)
+    known = set(Options.__dataclass_fields__)
+    unknown = set(extra) - known
+    if unknown:
+        raise TypeError(f"connect() got unexpected keyword arguments: {sorted(unknown)}")
+    opts = Options(
+        servers=urls,
+        name=name,
+        user=user,
+        password=password,
+        token=token,
+        creds=creds,
+        nkey_seed=nkey_seed,
+        tls=tls,
+        connect_timeout=connect_timeout,
+        reconnect=reconnect,
+        max_reconnect_attempts=max_reconnect_attempts,
+        reconnect_wait=reconnect_wait,
+        reconnect_buffer_size=reconnect_buffer_size,
+        ping_interval=ping_interval,
+        max_pings_outstanding=max_pings_outstanding,
+        no_echo=no_echo,
+        inbox_prefix=inbox_prefix,
+        error_cb=error_cb,
+        disconnected_cb=disconnected_cb,
+        reconnected_cb=reconnected_cb,
+        closed_cb=closed_cb,
+        **extra,
+    )
+    client = Client(opts)
+    client._start()
+    return client
+
+
+__all__ = [
+    "Client",
+    "Msg",
+    "MsgMetadata",
+    "SequencePair",
+    "Subscription",
+    "__version__",
+    "api",
+    "connect",
+    "errors",
+]

@@ -1,0 +1,552 @@
+"""The blocking core NATS client: publish, subscribe, request, flush, drain, close."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jsclient import _impl, errors
+from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
+from jsclient.connection import (
+    CLOSED,
+    CONNECTED,
+    DRAINING,
+    RECONNECTING,
+    Connection,
+    Options,
+    err_to_exception,
+)
+from jsclient.msg import Msg
+from jsclient.protocol import commands
+from jsclient.protocol import headers as _headers
+from jsclient.subscription import Subscription
+
+if TYPE_CHECKING:
+    from jsclient.jetstream.context import JetStream
+
+_status_of = _impl.status.status_of
+_SUBJECT_CACHE_MAX = 4096
+
+
+class _InternalSub:
+    """A library-owned subscription whose handler runs on the reader thread.
+
+    Handlers must be short and never block: they hand work to other threads.
+    """
+
+    __slots__ = ("handler", "sid", "subject")
+
+    def __init__(self, sid: int, subject: str, handler: Callable[[Msg], None]) -> None:
+        self.sid = sid
+        self.subject = subject
+        self.handler = handler
+
+    def _deliver(self, msg: Msg, nbytes: int) -> None:
+        self.handler(msg)
+
+    def _finish(self, error: BaseException | None) -> None:
+        pass
+
+    queue = None
+    _max_msgs = 0
+    _received = 0
+
+
+class _Reply:
+    """A request waiting for its response: a pre-acquired lock released by the reader."""
+
+    __slots__ = ("lock", "msg")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lock.acquire()
+        self.msg: Msg | None = None
+
+    def deliver(self, msg: Msg | None) -> None:
+        self.msg = msg
+        self.lock.release()
+
+
+class Client:
+    """A connection to NATS. Create it with :func:`jsclient.connect`."""
+
+    def __init__(self, opts: Options) -> None:
+        self._opts = opts
+        self._subs: dict[int, Any] = {}
+        self._sid = itertools.count(1)
+        self._subject_cache: dict[str, bytes] = {}
+        self._in_msgs = 0
+        self._in_bytes = 0
+        self._listeners: list[Callable[[str], None]] = []
+        self._callbacks = CallbackRunner("jsclient-callbacks")
+        self._timers = Scheduler("jsclient-timers")
+        self._conn = Connection(self, opts)
+        self._ping_timer: TimerHandle | None = None
+        # request/reply mux
+        from nats.nuid import NUID
+
+        self._nuid = NUID()
+        self._resp_prefix: str | None = None
+        self._resp_map: dict[str, _Reply | _CallbackReply] = {}
+        self._resp_lock = threading.Lock()
+        self._resp_tokens = itertools.count(1)
+        self._close_lock = threading.Lock()
+        self._closed_done = False
+
+    def _start(self) -> None:
+        try:
+            self._conn.connect()
+        except BaseException:
+            self._timers.stop()
+            self._callbacks.stop()
+            raise
+        self._schedule_ping()
+
+    # -- context manager ----------------------------------------------------
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.is_closed:
+            return
+        try:
+            self.drain()
+        except errors.Error:
+            self.close()
+
+    # -- properties ---------------------------------------------------------
+
+    @property
+    def is_connected(self) -> bool:
+        return self._conn.status is CONNECTED
+
+    @property
+    def is_closed(self) -> bool:
+        return self._conn.status is CLOSED
+
+    @property
+    def is_reconnecting(self) -> bool:
+        return self._conn.status is RECONNECTING
+
+    @property
+    def is_draining(self) -> bool:
+        return self._conn.status is DRAINING
+
+    @property
+    def connected_url(self) -> str | None:
+        return self._conn.connected_url if self.is_connected else None
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return dict(self._conn.server_info)
+
+    @property
+    def max_payload(self) -> int:
+        return self._conn.max_payload
+
+    @property
+    def servers(self) -> list[str]:
+        return [s.url for s in self._conn._pool]
+
+    @property
+    def discovered_servers(self) -> list[str]:
+        return [s.url for s in self._conn._pool if s.discovered]
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {
+            "in_msgs": self._in_msgs,
+            "out_msgs": self._conn.out_msgs,
+            "in_bytes": self._in_bytes,
+            "out_bytes": self._conn.out_bytes,
+            "reconnects": self._conn.reconnects,
+        }
+
+    @property
+    def pending_data_size(self) -> int:
+        """Bytes queued for the socket and not yet written."""
+        return self._conn.pending_bytes()
+
+    def new_inbox(self) -> str:
+        return f"{self._opts.inbox_prefix}.{self._nuid.next().decode()}"
+
+    # -- publishing ---------------------------------------------------------
+
+    def _subject_bytes(self, subject: str) -> bytes:
+        b = self._subject_cache.get(subject)
+        if b is None:
+            commands.check_subject(subject)
+            b = subject.encode()
+            if len(self._subject_cache) >= _SUBJECT_CACHE_MAX:
+                self._subject_cache.clear()
+            self._subject_cache[subject] = b
+        return b
+
+    def publish(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        *,
+        reply: str | None = None,
+        headers: _headers.HeadersIn | None = None,
+    ) -> None:
+        """Publish a message. Buffered; ``flush()`` waits until the server has it."""
+        subj = self._subject_bytes(subject)
+        rep = self._subject_bytes(reply) if reply else b""
+        plen = len(payload)
+        if headers:
+            hdr = _headers.encode(headers)
+            if len(hdr) + plen > self._conn.max_payload:
+                raise errors.MaxPayloadError(
+                    f"nats: payload of {len(hdr) + plen} bytes exceeds max_payload "
+                    f"{self._conn.max_payload}"
+                )
+            data = commands.hpub(subj, rep, hdr, payload)
+        else:
+            if plen > self._conn.max_payload:
+                raise errors.MaxPayloadError(
+                    f"nats: payload of {plen} bytes exceeds max_payload {self._conn.max_payload}"
+                )
+            if rep:
+                data = b"PUB %s %s %d\r\n%s\r\n" % (subj, rep, plen, payload)
+            else:
+                data = b"PUB %s %d\r\n%s\r\n" % (subj, plen, payload)
+        self._conn.send_counted(data, plen)
+
+    def _publish_raw(self, data: bytes, payload_len: int) -> None:
+        """Send an already encoded PUB/HPUB (JetStream fast paths)."""
+        self._conn.send_counted(data, payload_len)
+
+    def flush(self, timeout: float | None = 2.0) -> None:
+        """Round trip to the server: everything published before has been processed."""
+        self._conn.flush(timeout)
+
+    # -- subscribing --------------------------------------------------------
+
+    def _check_open(self) -> None:
+        status = self._conn.status
+        if status is CLOSED:
+            raise errors.ConnectionClosedError()
+        if status is DRAINING:
+            raise errors.ConnectionDrainingError()
+
+    def subscribe(
+        self,
+        subject: str,
+        queue: str | None = None,
+        *,
+        cb: Callable[[Msg], Any] | None = None,
+        max_msgs: int = 0,
+        pending_msgs_limit: int = 65536,
+        pending_bytes_limit: int = 64 * 1024 * 1024,
+    ) -> Subscription:
+        """Subscribe; with ``cb`` messages go to a callback on a dispatcher thread."""
+        commands.check_subject(subject)
+        if queue is not None:
+            commands.check_subject(queue, "queue group")
+        if cb is not None and not callable(cb):
+            raise errors.Error("nats: cb must be callable")
+        self._check_open()
+        sid = next(self._sid)
+        sub = Subscription(
+            self, sid, subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit
+        )
+        self._subs[sid] = sub
+        cmd = commands.sub(subject, queue, sid)
+        if max_msgs > 0:
+            cmd += commands.unsub(sid, max_msgs)
+        self._conn.send(cmd)
+        return sub
+
+    def _subscribe_internal(self, subject: str, handler: Callable[[Msg], None]) -> int:
+        """Library subscription whose handler runs on the reader thread; returns the sid."""
+        self._check_open()
+        sid = next(self._sid)
+        self._subs[sid] = _InternalSub(sid, subject, handler)
+        self._conn.send(commands.sub(subject, None, sid))
+        return sid
+
+    def _unsubscribe_internal(self, sid: int) -> None:
+        if self._subs.pop(sid, None) is not None and not self.is_closed:
+            try:
+                self._conn.send(commands.unsub(sid))
+            except errors.Error:
+                pass
+
+    def _send_unsub(self, sid: int, max_msgs: int) -> None:
+        if self.is_closed:
+            raise errors.ConnectionClosedError()
+        self._conn.send(commands.unsub(sid, max_msgs))
+
+    def _remove_sub(self, sid: int) -> None:
+        self._subs.pop(sid, None)
+
+    def _resubscribe_commands(self) -> bytes:
+        parts = []
+        for sid, sub in list(self._subs.items()):
+            parts.append(commands.sub(sub.subject, sub.queue, sid))
+            if sub._max_msgs:
+                left = sub._max_msgs - sub._received
+                if left > 0:
+                    parts.append(commands.unsub(sid, left))
+        return b"".join(parts)
+
+    # -- request / reply ----------------------------------------------------
+
+    def _ensure_resp_sub(self) -> str:
+        prefix = self._resp_prefix
+        if prefix is None:
+            with self._resp_lock:
+                if self._resp_prefix is None:
+                    base = f"{self._opts.inbox_prefix}.{self._nuid.next().decode()}."
+                    self._subscribe_internal(base + "*", self._on_response)
+                    self._resp_prefix = base
+                prefix = self._resp_prefix
+        return prefix
+
+    def _on_response(self, msg: Msg) -> None:
+        prefix = self._resp_prefix
+        if prefix is None:
+            return
+        waiter = self._resp_map.pop(msg.subject[len(prefix) :], None)
+        if waiter is not None:
+            waiter.deliver(msg)
+
+    def request(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        *,
+        timeout: float | None = 1.0,
+        headers: _headers.HeadersIn | None = None,
+    ) -> Msg:
+        """Publish and wait for one reply over the shared response subscription.
+
+        Raises NoRespondersError when nobody listens on ``subject`` (503) and
+        TimeoutError when no reply comes within ``timeout``.
+        """
+        prefix = self._ensure_resp_sub()
+        token = str(next(self._resp_tokens))
+        waiter = _Reply()
+        self._resp_map[token] = waiter
+        try:
+            self.publish(subject, payload, reply=prefix + token, headers=headers)
+        except BaseException:
+            self._resp_map.pop(token, None)
+            raise
+        if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            self._resp_map.pop(token, None)
+            raise errors.TimeoutError()
+        msg = waiter.msg
+        if msg is None:
+            raise errors.ConnectionClosedError()
+        hdr = msg._hdr
+        if hdr is not None and not msg.data:
+            st = _status_of(hdr)
+            if st is not None and st[0] == 503:
+                raise errors.NoRespondersError()
+        return msg
+
+    def _request_async(
+        self,
+        subject: str,
+        payload: bytes,
+        headers: _headers.HeadersIn | None,
+        on_reply: Callable[[Msg | None], None],
+    ) -> str:
+        """Publish with a reply token whose response calls ``on_reply`` on the reader thread.
+
+        Returns the token; ``_cancel_request(token)`` forgets it.
+        """
+        prefix = self._ensure_resp_sub()
+        token = str(next(self._resp_tokens))
+        self._resp_map[token] = _CallbackReply(on_reply)
+        try:
+            self.publish(subject, payload, reply=prefix + token, headers=headers)
+        except BaseException:
+            self._resp_map.pop(token, None)
+            raise
+        return token
+
+    def _cancel_request(self, token: str) -> None:
+        self._resp_map.pop(token, None)
+
+    # -- inbound frames (reader thread) -------------------------------------
+
+    def _route_events(self, events: list[tuple[Any, ...]]) -> None:
+        subs = self._subs
+        n_in = 0
+        b_in = 0
+        for ev in events:
+            if ev[0] == 0:  # OP_MSG
+                _, sid, subject, reply, hdr, payload, size = ev
+                plen = len(payload)
+                n_in += 1
+                b_in += plen
+                sub = subs.get(sid)
+                if sub is not None:
+                    sub._deliver(Msg(self, subject, reply, payload, hdr, size, sid), plen)
+            else:
+                self._control(ev)
+        self._in_msgs += n_in
+        self._in_bytes += b_in
+
+    def _control(self, ev: tuple[Any, ...]) -> None:
+        op = ev[0]
+        conn = self._conn
+        if op == 1:
+            conn.on_ping()
+        elif op == 2:
+            conn.on_pong()
+        elif op == 4:
+            exc = err_to_exception(ev[1])
+            self._report_error(exc)
+        elif op == 5:
+            conn.on_info(ev[1])
+
+    # -- callbacks and state changes ----------------------------------------
+
+    def _run_callback(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._callbacks.submit(fn, *args)
+
+    def _report_error(self, exc: BaseException) -> None:
+        cb = self._opts.error_cb
+        if cb is not None:
+            self._callbacks.submit(cb, exc)
+        else:
+            log.error("jsclient: %s", exc)
+
+    def _add_listener(self, fn: Callable[[str], None]) -> None:
+        """Internal: ``fn(event)`` for "disconnected", "reconnected", "closed" (callback thread)."""
+        self._listeners.append(fn)
+
+    def _remove_listener(self, fn: Callable[[str], None]) -> None:
+        try:
+            self._listeners.remove(fn)
+        except ValueError:
+            pass
+
+    def _notify(self, event: str) -> None:
+        for fn in list(self._listeners):
+            self._callbacks.submit(fn, event)
+
+    def _on_disconnect(self, exc: BaseException | None) -> None:
+        self._notify("disconnected")
+        if self._opts.disconnected_cb is not None:
+            self._callbacks.submit(self._opts.disconnected_cb)
+
+    def _on_reconnect(self) -> None:
+        self._notify("reconnected")
+        if self._opts.reconnected_cb is not None:
+            self._callbacks.submit(self._opts.reconnected_cb)
+
+    def _close_from_io(self, exc: BaseException | None) -> None:
+        if exc is not None and not isinstance(exc, errors.UnexpectedEOF):
+            self._report_error(exc)
+        threading.Thread(target=self.close, name="jsclient-closer", daemon=True).start()
+
+    def _schedule_ping(self) -> None:
+        if self.is_closed or self._opts.ping_interval <= 0:
+            return
+        self._ping_timer = self._timers.call_later(self._opts.ping_interval, self._ping)
+
+    def _ping(self) -> None:
+        self._conn.ping_tick()
+        self._schedule_ping()
+
+    @property
+    def _scheduler(self) -> Scheduler:
+        return self._timers
+
+    # -- jetstream ----------------------------------------------------------
+
+    def jetstream(self, **options: Any) -> JetStream:
+        """A JetStream context (ADR-37) on this connection."""
+        from jsclient.jetstream.context import JetStream
+
+        return JetStream(self, **options)
+
+    # -- draining and closing -----------------------------------------------
+
+    def drain(self, timeout: float | None = 30.0) -> None:
+        """Unsubscribe everything, process what is queued, flush, and close."""
+        if self.is_closed:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        conn = self._conn
+        user_subs = [s for s in self._subs.values() if isinstance(s, Subscription)]
+        conn.status = DRAINING if conn.status is CONNECTED else conn.status
+        try:
+            for sub in user_subs:
+                try:
+                    self._send_unsub(sub.sid, 0)
+                except errors.Error:
+                    pass
+            try:
+                conn.flush(_left(deadline, 5.0))
+            except errors.Error:
+                pass
+            for sub in user_subs:
+                self._remove_sub(sub.sid)
+                sub._finish(None)
+            for sub in user_subs:
+                t = sub._dispatcher
+                if t is not None and t is not threading.current_thread():
+                    t.join(_left(deadline, None))
+                    if t.is_alive():
+                        raise errors.DrainTimeoutError()
+            try:
+                conn.flush(_left(deadline, 5.0))
+            except errors.Error:
+                pass
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close now: buffered writes get a short best-effort flush; waiters are released."""
+        with self._close_lock:
+            if self._closed_done:
+                return
+            self._closed_done = True
+        if self._ping_timer is not None:
+            self._ping_timer.cancel()
+        self._conn.close()
+        closed = errors.ConnectionClosedError()
+        for sub in list(self._subs.values()):
+            sub._finish(closed)
+        self._subs.clear()
+        for token in list(self._resp_map):
+            waiter = self._resp_map.pop(token, None)
+            if waiter is not None:
+                waiter.deliver(None)
+        self._notify("closed")
+        if self._opts.closed_cb is not None:
+            self._callbacks.submit(self._opts.closed_cb)
+        self._timers.stop()
+        self._callbacks.stop()
+
+
+class _CallbackReply:
+    """Like _Reply, but the response is handed to a function on the reader thread.
+
+    The function gets ``None`` when the connection closes first.
+    """
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Msg | None], None]) -> None:
+        self.fn = fn
+
+    def deliver(self, msg: Msg | None) -> None:
+        self.fn(msg)
+
+
+def _left(deadline: float | None, cap: float | None) -> float | None:
+    if deadline is None:
+        return cap
+    left = max(0.0, deadline - time.monotonic())
+    return left if cap is None else min(left, cap)

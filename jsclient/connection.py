@@ -1,0 +1,834 @@
+"""The I/O engine of one client: socket, TLS, auth, handshake, reader, flusher, reconnect.
+
+Threads:
+
+- reader (``jsclient-reader``): ``recv_into`` a large buffer, parse, route by
+  sid. It also performs reconnects. It runs no user code.
+- flusher (``jsclient-flusher``): writers append encoded commands to a list
+  under ``_wlock``; the first append after a flush sets ``_wevent``; the
+  flusher swaps the list out under the lock and writes it *outside* the lock,
+  so many publishes share one ``sendall``.
+
+TLS sockets are not safe for a concurrent read and write from two threads
+(OpenSSL forbids it), so over TLS the reader thread also does the writing: it
+waits on the socket and a wake-up socket pair with ``select`` and the flusher
+thread is not started.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import select
+import socket
+import ssl
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from jsclient import _impl, errors
+from jsclient._version import __version__
+from jsclient._threads import log
+from jsclient.protocol import commands
+
+_parser_mod = _impl.parser
+OP_MSG = _parser_mod.OP_MSG
+OP_PING = _parser_mod.OP_PING
+OP_PONG = _parser_mod.OP_PONG
+OP_OK = _parser_mod.OP_OK
+OP_ERR = _parser_mod.OP_ERR
+OP_INFO = _parser_mod.OP_INFO
+
+DEFAULT_PORT = 4222
+READ_BUFFER = 256 * 1024
+_FLUSH_WAIT = 1.0
+
+# Connection states.
+CONNECTING = "CONNECTING"
+CONNECTED = "CONNECTED"
+RECONNECTING = "RECONNECTING"
+DRAINING = "DRAINING"
+CLOSED = "CLOSED"
+
+
+@dataclass
+class ServerAddr:
+    """One entry of the server pool."""
+
+    host: str
+    port: int
+    scheme: str = "nats"
+    user: str | None = None
+    password: str | None = None
+    discovered: bool = False
+    attempts: int = 0  # failed attempts since the last success
+    last_attempt: float = 0.0
+    did_connect: bool = False
+    auth_failures: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    @classmethod
+    def parse(cls, url: str, discovered: bool = False) -> ServerAddr:
+        text = url.strip()
+        if "://" not in text:
+            text = "nats://" + text
+        u = urlparse(text)
+        if u.scheme not in ("nats", "tls"):
+            raise errors.Error(f"nats: unsupported URL scheme in {url!r}")
+        host = u.hostname or "127.0.0.1"
+        return cls(
+            host=host,
+            port=u.port or DEFAULT_PORT,
+            scheme=u.scheme,
+            user=u.username,
+            password=u.password,
+            discovered=discovered,
+        )
+
+
+@dataclass
+class Options:
+    """Connection options (see :func:`jsclient.connect`)."""
+
+    servers: list[str]
+    name: str | None = None
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+    creds: str | None = None
+    nkey_seed: str | None = None
+    tls: ssl.SSLContext | None = None
+    tls_hostname: str | None = None
+    tls_handshake_first: bool = False
+    connect_timeout: float = 2.0
+    reconnect: bool = True
+    max_reconnect_attempts: int = 60
+    reconnect_wait: float = 2.0
+    reconnect_jitter: float = 0.1
+    reconnect_jitter_tls: float = 1.0
+    reconnect_buffer_size: int = 8 * 1024 * 1024
+    ping_interval: float = 120.0
+    max_pings_outstanding: int = 2
+    no_echo: bool = False
+    inbox_prefix: str = "_INBOX"
+    dont_randomize: bool = False
+    ignore_discovered_servers: bool = False
+    max_control_line: int = 4096
+    error_cb: Callable[[Exception], Any] | None = None
+    disconnected_cb: Callable[[], Any] | None = None
+    reconnected_cb: Callable[[], Any] | None = None
+    closed_cb: Callable[[], Any] | None = None
+    lame_duck_cb: Callable[[], Any] | None = None
+    discovered_server_cb: Callable[[], Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Pong:
+    """A flush() waiting for its PONG: a pre-acquired lock released by the reader."""
+
+    __slots__ = ("lock", "ok")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lock.acquire()
+        self.ok = False
+
+
+def _read_creds(path: str) -> tuple[bytes, bytes]:
+    """(jwt, seed) from a NATS creds file."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError as exc:
+        raise errors.InvalidUserCredentialsError(f"nats: cannot read creds file: {exc}") from exc
+    jwt = seed = None
+    lines = [ln.strip() for ln in text.splitlines()]
+    for i, line in enumerate(lines):
+        if line.startswith(b"-----BEGIN NATS USER JWT") and i + 1 < len(lines):
+            jwt = lines[i + 1]
+        elif line.startswith(b"-----BEGIN USER NKEY SEED") and i + 1 < len(lines):
+            seed = lines[i + 1]
+    if not jwt or not seed:
+        raise errors.InvalidUserCredentialsError("nats: creds file has no JWT or no seed")
+    return jwt, seed
+
+
+def _sign_nonce(seed: bytes, nonce: str) -> tuple[str, str]:
+    """(public nkey, base64url signature of the nonce) for an nkey seed."""
+    import nkeys
+
+    try:
+        kp = nkeys.from_seed(bytearray(seed))
+        sig = kp.sign(nonce.encode())
+        public = kp.public_key.decode()
+    except Exception as exc:
+        raise errors.InvalidUserCredentialsError(f"nats: invalid nkey seed: {exc}") from exc
+    return public, base64.urlsafe_b64encode(sig).rstrip(b"=").decode()
+
+
+class Connection:
+    """Socket-level engine. ``owner`` receives frames through ``_route_events``."""
+
+    def __init__(self, owner: Any, opts: Options) -> None:
+        self._owner = owner
+        self.opts = opts
+        self.status = CONNECTING
+        self.server_info: dict[str, Any] = {}
+        self.max_payload = 1024 * 1024
+        self.connected_url: str | None = None
+        self.reconnects = 0
+        self._pool: list[ServerAddr] = [ServerAddr.parse(u) for u in opts.servers]
+        if not self._pool:
+            raise errors.NoServersError("nats: no servers given")
+        if not opts.dont_randomize and len(self._pool) > 1:
+            random.shuffle(self._pool)
+        self._current: ServerAddr | None = None
+        self._sock: socket.socket | None = None
+        self._is_tls = False
+        self._parser = _parser_mod.Parser(max_control_line=opts.max_control_line)
+        # write side
+        self._wlock = threading.Lock()
+        self._wbuf: list[bytes] = []
+        self._wsize = 0
+        self._kicked = False
+        self._wevent = threading.Event()
+        self._wake_r: socket.socket | None = None
+        self._wake_w: socket.socket | None = None
+        self.out_msgs = 0
+        self.out_bytes = 0
+        # ping/pong
+        self._pongs: deque[_Pong | None] = deque()
+        self._pings_out = 0
+        self._connected_event = threading.Event()
+        self._closing = threading.Event()
+        self._reader: threading.Thread | None = None
+        self._flusher: threading.Thread | None = None
+        self._last_error: BaseException | None = None
+
+    # -- establishing ------------------------------------------------------
+
+    def connect(self) -> None:
+        """Initial connect in the caller's thread: try each server once."""
+        last: BaseException | None = None
+        for srv in list(self._pool):
+            try:
+                sock, leftovers = self._handshake(srv)
+            except errors.AuthorizationError:
+                raise
+            except (OSError, errors.Error) as exc:
+                last = exc
+                srv.attempts += 1
+                srv.last_attempt = time.monotonic()
+                continue
+            self._install(srv, sock, resubscribe=b"")
+            self._start_threads()
+            if leftovers:
+                self._owner._route_events(leftovers)
+            return
+        if isinstance(last, errors.Error) and not isinstance(last, errors.TimeoutError):
+            raise last
+        raise errors.NoServersError(f"nats: could not connect to any server: {last}") from last
+
+    def _start_threads(self) -> None:
+        self._reader = threading.Thread(
+            target=self._read_loop, name="jsclient-reader", daemon=True
+        )
+        self._reader.start()
+        if not self._is_tls:
+            self._flusher = threading.Thread(
+                target=self._flush_loop, name="jsclient-flusher", daemon=True
+            )
+            self._flusher.start()
+
+    def _handshake(self, srv: ServerAddr) -> tuple[socket.socket, list[tuple[Any, ...]]]:
+        """Open a socket, read INFO, upgrade to TLS if needed, CONNECT + PING, await PONG."""
+        opts = self.opts
+        deadline = time.monotonic() + opts.connect_timeout
+        sock: socket.socket = socket.create_connection(
+            (srv.host, srv.port), timeout=opts.connect_timeout
+        )
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            parser = _parser_mod.Parser(max_control_line=opts.max_control_line)
+            tls_ctx = opts.tls
+            if srv.scheme == "tls" and tls_ctx is None:
+                tls_ctx = ssl.create_default_context()
+            hostname = opts.tls_hostname or srv.host
+            if opts.tls_handshake_first:
+                if tls_ctx is None:
+                    tls_ctx = ssl.create_default_context()
+                sock = self._wrap(sock, tls_ctx, hostname)
+            pending: list[tuple[Any, ...]] = []
+            info_ev = self._read_until(sock, parser, pending, (OP_INFO,), deadline)
+            info = json.loads(info_ev[1])
+            if info.get("tls_required") and not isinstance(sock, ssl.SSLSocket):
+                if tls_ctx is None:
+                    tls_ctx = ssl.create_default_context()
+                sock = self._wrap(sock, tls_ctx, hostname)
+            elif tls_ctx is not None and not isinstance(sock, ssl.SSLSocket):
+                if not info.get("tls_available") and not info.get("tls_required"):
+                    raise errors.SecureConnRequiredError(
+                        "nats: TLS was configured but the server does not offer it"
+                    )
+                sock = self._wrap(sock, tls_ctx, hostname)
+            options = self._connect_options(srv, info, isinstance(sock, ssl.SSLSocket))
+            sock.sendall(commands.connect(options) + commands.PING)
+            self._read_until(sock, parser, pending, (OP_PONG,), deadline)
+        except BaseException:
+            _close_quietly(sock)
+            raise
+        sock.settimeout(None)
+        self.server_info = info
+        self.max_payload = int(info.get("max_payload", self.max_payload))
+        self._parser = parser
+        parser.max_payload = max(self.max_payload, parser.max_payload)
+        self._learn_servers(info)
+        return sock, pending
+
+    def _wrap(self, sock: socket.socket, ctx: ssl.SSLContext, hostname: str) -> socket.socket:
+        try:
+            return ctx.wrap_socket(
+                sock, server_hostname=hostname if ctx.check_hostname else None
+            )
+        except (ssl.SSLError, OSError) as exc:
+            raise errors.SecureConnFailedError(f"nats: TLS handshake failed: {exc}") from exc
+
+    def _read_until(
+        self,
+        sock: socket.socket,
+        parser: Any,
+        pending: list[tuple[Any, ...]],
+        ops: tuple[int, ...],
+        deadline: float,
+    ) -> tuple[Any, ...]:
+        """Read frames during the handshake until one of ``ops``; -ERR raises."""
+        while True:
+            for i, ev in enumerate(pending):
+                if ev[0] == OP_ERR:
+                    del pending[: i + 1]
+                    raise _err_to_exception(ev[1])
+                if ev[0] in ops:
+                    del pending[: i + 1]
+                    return ev
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise errors.TimeoutError("nats: timeout during connection handshake")
+            sock.settimeout(left)
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                raise errors.TimeoutError("nats: timeout during connection handshake") from None
+            if not data:
+                raise errors.UnexpectedEOF("nats: server closed the connection during handshake")
+            pending.extend(parser.feed(data))
+
+    def _connect_options(
+        self, srv: ServerAddr, info: dict[str, Any], tls: bool
+    ) -> dict[str, Any]:
+        opts = self.opts
+        out: dict[str, Any] = {
+            "verbose": False,
+            "pedantic": False,
+            "lang": "python3-jsclient",
+            "version": __version__,
+            "protocol": 1,
+            "headers": True,
+            "no_responders": True,
+            "echo": not opts.no_echo,
+            "tls_required": tls,
+        }
+        if opts.name:
+            out["name"] = opts.name
+        user = srv.user or opts.user
+        password = srv.password or opts.password
+        if opts.creds:
+            jwt, seed = _read_creds(opts.creds)
+            out["jwt"] = jwt.decode()
+            out["sig"] = _sign_nonce(seed, info.get("nonce", ""))[1]
+        elif opts.nkey_seed:
+            public, sig = _sign_nonce(_seed_bytes(opts.nkey_seed), info.get("nonce", ""))
+            out["nkey"] = public
+            out["sig"] = sig
+        if opts.token:
+            out["auth_token"] = opts.token
+        elif user and password is None and not opts.creds and not opts.nkey_seed:
+            out["auth_token"] = user  # nats://token@host form
+        elif user:
+            out["user"] = user
+            out["pass"] = password or ""
+        return out
+
+    def _learn_servers(self, info: dict[str, Any]) -> None:
+        if self.opts.ignore_discovered_servers:
+            return
+        known = {(s.host, s.port) for s in self._pool}
+        added = False
+        for url in info.get("connect_urls") or []:
+            try:
+                srv = ServerAddr.parse(url, discovered=True)
+            except errors.Error:
+                continue
+            if (srv.host, srv.port) not in known:
+                if self._current is not None and self._current.scheme == "tls":
+                    srv.scheme = "tls"
+                self._pool.append(srv)
+                known.add((srv.host, srv.port))
+                added = True
+        if added and not self.opts.dont_randomize:
+            head, rest = self._pool[:1], self._pool[1:]
+            random.shuffle(rest)
+            self._pool = head + rest
+        if added and self.opts.discovered_server_cb is not None:
+            self._owner._run_callback(self.opts.discovered_server_cb)
+
+    def _install(self, srv: ServerAddr, sock: socket.socket, resubscribe: bytes) -> None:
+        """Make ``sock`` the live socket; resubscriptions go before anything buffered."""
+        srv.attempts = 0
+        srv.auth_failures = 0
+        srv.did_connect = True
+        self._current = srv
+        self.connected_url = srv.url
+        self._is_tls = isinstance(sock, ssl.SSLSocket)
+        if self._is_tls and self._wake_r is None:
+            self._wake_r, self._wake_w = socket.socketpair()
+            self._wake_r.setblocking(False)
+            self._wake_w.setblocking(False)
+        self._pings_out = 0
+        with self._wlock:
+            if resubscribe:
+                self._wbuf.insert(0, resubscribe)
+                self._wsize += len(resubscribe)
+            self._sock = sock
+            self.status = CONNECTED
+            self._kicked = bool(self._wbuf)
+        self._connected_event.set()
+        if self._wbuf:
+            self._kick()
+
+    # -- writing -----------------------------------------------------------
+
+    def send(self, data: bytes) -> None:
+        """Queue bytes for the socket (any thread). Raises when closed or the buffer is full."""
+        with self._wlock:
+            status = self.status
+            if status is not CONNECTED and status is not DRAINING:
+                if status is CLOSED:
+                    raise errors.ConnectionClosedError()
+                if self._wsize + len(data) > self.opts.reconnect_buffer_size:
+                    raise errors.OutboundBufferLimitError()
+            self._wbuf.append(data)
+            self._wsize += len(data)
+            if self._kicked:
+                return
+            self._kicked = True
+        self._kick()
+
+    def send_counted(self, data: bytes, payload_len: int) -> None:
+        """``send`` for a publish: also counts out_msgs/out_bytes."""
+        with self._wlock:
+            status = self.status
+            if status is not CONNECTED and status is not DRAINING:
+                if status is CLOSED:
+                    raise errors.ConnectionClosedError()
+                if self._wsize + len(data) > self.opts.reconnect_buffer_size:
+                    raise errors.OutboundBufferLimitError()
+            self._wbuf.append(data)
+            self._wsize += len(data)
+            self.out_msgs += 1
+            self.out_bytes += payload_len
+            if self._kicked:
+                return
+            self._kicked = True
+        self._kick()
+
+    def _kick(self) -> None:
+        if self._is_tls:
+            w = self._wake_w
+            if w is not None:
+                try:
+                    w.send(b"\0")
+                except OSError:
+                    pass
+        else:
+            self._wevent.set()
+
+    def _take_pending(self) -> tuple[socket.socket | None, bytes]:
+        with self._wlock:
+            sock = self._sock
+            self._kicked = False
+            if sock is None or not self._wbuf:
+                return sock, b""
+            chunks = self._wbuf
+            self._wbuf = []
+            self._wsize = 0
+        return sock, chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _put_back(self, data: bytes) -> None:
+        """A write failed: keep its bytes in front so they go out after reconnect."""
+        with self._wlock:
+            self._wbuf.insert(0, data)
+            self._wsize += len(data)
+
+    def _flush_loop(self) -> None:
+        ev = self._wevent
+        while True:
+            if not ev.wait(_FLUSH_WAIT):
+                if self.status is CLOSED and not self._wbuf:
+                    return
+                continue
+            ev.clear()
+            sock, data = self._take_pending()
+            if not data:
+                if self.status is CLOSED:
+                    return
+                continue
+            assert sock is not None
+            try:
+                sock.sendall(data)
+            except OSError as exc:
+                self._put_back(data)
+                self._abort_socket(sock, exc)
+
+    def pending_bytes(self) -> int:
+        return self._wsize
+
+    # -- reading -----------------------------------------------------------
+
+    def _read_loop(self) -> None:
+        buf = bytearray(READ_BUFFER)
+        view = memoryview(buf)
+        route = self._owner._route_events
+        while self.status is not CLOSED:
+            sock = self._sock
+            if sock is None:
+                if not self._reconnect():
+                    return
+                continue
+            if self._is_tls:
+                ok = self._tls_io(sock, buf, view, route)
+                if not ok:
+                    self._lost(sock)
+                continue
+            try:
+                n = sock.recv_into(buf)
+            except OSError as exc:
+                self._lost(sock, exc)
+                continue
+            if n == 0:
+                self._lost(sock, errors.UnexpectedEOF())
+                continue
+            self._feed(sock, view[:n].tobytes(), route)
+
+    def _feed(
+        self, sock: socket.socket, data: bytes, route: Callable[[list[tuple[Any, ...]]], None]
+    ) -> None:
+        try:
+            events = self._parser.feed(data)
+        except errors.ProtocolError as exc:
+            route(getattr(exc, "events", []))
+            self._owner._report_error(exc)
+            self._lost(sock, exc)
+            return
+        route(events)
+
+    def _tls_io(
+        self,
+        sock: socket.socket,
+        buf: bytearray,
+        view: memoryview,
+        route: Callable[[list[tuple[Any, ...]]], None],
+    ) -> bool:
+        """One round of the TLS reader+writer loop; False when the socket failed."""
+        wake = self._wake_r
+        assert wake is not None
+        sock.setblocking(False)
+        out = b""
+        try:
+            while self._sock is sock and self.status is not CLOSED:
+                if not out:
+                    _, out = self._take_pending()
+                wlist = [sock] if out else []
+                if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+                    r, w, _ = select.select([sock, wake], wlist, [], _FLUSH_WAIT)
+                else:
+                    r, w = [sock], []
+                if wake in r:
+                    try:
+                        while wake.recv(4096):
+                            pass
+                    except (BlockingIOError, InterruptedError):
+                        pass
+                if out and (sock in w or not wlist):
+                    try:
+                        sent = sock.send(out)
+                        out = out[sent:]
+                    except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError):
+                        pass
+                if sock in r:
+                    while True:
+                        try:
+                            n = sock.recv_into(buf)
+                        except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                            break
+                        if n == 0:
+                            raise errors.UnexpectedEOF()
+                        self._feed(sock, view[:n].tobytes(), route)
+                        if self._sock is not sock:
+                            return True
+                        if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+                            break
+        except (OSError, errors.Error) as exc:
+            if out:
+                self._put_back(out)
+            self._last_error = exc
+            return False
+        if out:
+            self._put_back(out)
+        return True
+
+    # -- failure and reconnect ----------------------------------------------
+
+    def _abort_socket(self, sock: socket.socket, exc: BaseException | None) -> None:
+        """Called from any thread: make the reader notice the socket is dead."""
+        if exc is not None:
+            self._last_error = exc
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _lost(self, sock: socket.socket, exc: BaseException | None = None) -> None:
+        """Reader thread: the socket failed; detach it (reconnect happens in the loop)."""
+        with self._wlock:
+            if self._sock is not sock:
+                return
+            self._sock = None
+            if self.status is not CLOSED:
+                self.status = RECONNECTING
+        self._connected_event.clear()
+        _close_quietly(sock)
+        self._parser.reset()
+        self._fail_pongs()
+        if self.status is CLOSED:
+            return
+        self._owner._on_disconnect(exc or self._last_error)
+        if not self.opts.reconnect:
+            self._owner._close_from_io(exc or self._last_error)
+
+    def _fail_pongs(self) -> None:
+        while self._pongs:
+            p = self._pongs.popleft()
+            if p is not None:
+                p.lock.release()
+
+    def _next_server(self) -> ServerAddr | None:
+        limit = self.opts.max_reconnect_attempts
+        while self._pool:
+            srv = self._pool.pop(0)
+            if limit >= 0 and srv.attempts >= limit:
+                continue  # exhausted: drop it from the pool
+            self._pool.append(srv)
+            return srv
+        return None
+
+    def _reconnect(self) -> bool:
+        """Reader thread: loop over the pool until connected; False when giving up."""
+        opts = self.opts
+        while self.status is not CLOSED:
+            srv = self._next_server()
+            if srv is None:
+                self._owner._close_from_io(errors.NoServersError())
+                return False
+            jitter = opts.reconnect_jitter_tls if srv.scheme == "tls" else opts.reconnect_jitter
+            wait = srv.last_attempt + opts.reconnect_wait - time.monotonic()
+            if wait > 0 and self._closing.wait(wait + random.random() * jitter):
+                return False
+            if self.status is CLOSED:
+                return False
+            srv.last_attempt = time.monotonic()
+            srv.attempts += 1
+            try:
+                sock, leftovers = self._handshake(srv)
+            except errors.AuthorizationError as exc:
+                srv.auth_failures += 1
+                if srv.auth_failures >= 2:
+                    srv.attempts = 1 << 30  # same auth error twice: stop trying it
+                self._owner._report_error(exc)
+                continue
+            except (OSError, errors.Error) as exc:
+                self._last_error = exc
+                continue
+            if self.status is CLOSED:
+                _close_quietly(sock)
+                return False
+            self.reconnects += 1
+            self._install(srv, sock, self._owner._resubscribe_commands())
+            if leftovers:
+                self._owner._route_events(leftovers)
+            self._owner._on_reconnect()
+            return True
+        return False
+
+    # -- ping / pong --------------------------------------------------------
+
+    def ping_tick(self) -> None:
+        """Timer thread: send a keep-alive PING or declare the connection stale."""
+        if self.status is not CONNECTED:
+            return
+        sock = self._sock
+        if self._pings_out >= self.opts.max_pings_outstanding:
+            self._owner._report_error(errors.StaleConnectionError())
+            if sock is not None:
+                self._abort_socket(sock, errors.StaleConnectionError())
+            return
+        self._pings_out += 1
+        self._pongs.append(None)
+        try:
+            self.send(commands.PING)
+        except errors.Error:
+            pass
+
+    def on_pong(self) -> None:
+        self._pings_out = 0
+        if self._pongs:
+            p = self._pongs.popleft()
+            if p is not None:
+                p.ok = True
+                p.lock.release()
+
+    def on_ping(self) -> None:
+        try:
+            self.send(commands.PONG)
+        except errors.Error:
+            pass
+
+    def on_info(self, text: str) -> None:
+        try:
+            info = json.loads(text)
+        except ValueError:
+            self._owner._report_error(errors.ProtocolError("nats: invalid INFO JSON"))
+            return
+        self.server_info.update(info)
+        if "max_payload" in info:
+            self.max_payload = int(info["max_payload"])
+        self._learn_servers(info)
+        if info.get("ldm"):
+            cb = self.opts.lame_duck_cb
+            if cb is not None:
+                self._owner._run_callback(cb)
+            else:
+                self._owner._report_error(errors.Error("nats: server entered lame duck mode"))
+
+    def flush(self, timeout: float | None) -> None:
+        """PING and wait for its PONG; across a reconnect, ping again on the new socket."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self.status is CLOSED:
+                raise errors.ConnectionClosedError()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise errors.FlushTimeoutError()
+            if self.status is RECONNECTING:
+                if not self._connected_event.wait(left if left is not None else _FLUSH_WAIT):
+                    if left is not None:
+                        raise errors.FlushTimeoutError()
+                continue
+            p = _Pong()
+            with self._wlock:
+                if self.status is not CONNECTED and self.status is not DRAINING:
+                    continue
+                self._pongs.append(p)
+                self._wbuf.append(commands.PING)
+                self._wsize += len(commands.PING)
+                kick = not self._kicked
+                self._kicked = True
+            if kick:
+                self._kick()
+            got = p.lock.acquire(timeout=-1 if left is None else left)
+            if not got:
+                raise errors.FlushTimeoutError()
+            if p.ok:
+                return
+            # The connection dropped before the PONG: try again once reconnected.
+
+    # -- closing ------------------------------------------------------------
+
+    def close(self, flush_timeout: float = 1.0) -> None:
+        """Flush what is buffered (best effort), then tear down sockets and threads."""
+        if self.status is CLOSED:
+            return
+        if self.status is CONNECTED or self.status is DRAINING:
+            deadline = time.monotonic() + flush_timeout
+            while self._wbuf and time.monotonic() < deadline and self._sock is not None:
+                self._kick()
+                time.sleep(0.005)
+        with self._wlock:
+            self.status = CLOSED
+            sock = self._sock
+            self._sock = None
+        self._closing.set()
+        self._connected_event.set()
+        self._fail_pongs()
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            _close_quietly(sock)
+        self._wevent.set()
+        self._kick()
+        me = threading.current_thread()
+        for t in (self._reader, self._flusher):
+            if t is not None and t is not me:
+                t.join(2.0)
+        for s in (self._wake_r, self._wake_w):
+            if s is not None:
+                _close_quietly(s)
+
+
+def _seed_bytes(seed: str) -> bytes:
+    """An nkey seed given inline or as a path to a file holding it."""
+    text = seed.strip()
+    if text.startswith("S") and len(text) > 50 and "/" not in text:
+        return text.encode()
+    try:
+        with open(text, "rb") as f:
+            for line in f.read().splitlines():
+                line = line.strip()
+                if line.startswith(b"S") and len(line) > 50:
+                    return line
+    except OSError as exc:
+        raise errors.InvalidUserCredentialsError(f"nats: cannot read nkey seed: {exc}") from exc
+    raise errors.InvalidUserCredentialsError("nats: no nkey seed found")
+
+
+def _err_to_exception(text: str) -> errors.Error:
+    low = text.lower()
+    if "authorization violation" in low or "authentication" in low or "user authentication" in low:
+        return errors.AuthorizationError(f"nats: {text}")
+    if "stale connection" in low:
+        return errors.StaleConnectionError(f"nats: {text}")
+    if "maximum payload" in low:
+        return errors.MaxPayloadError(f"nats: {text}")
+    return errors.Error(f"nats: {text}")
+
+
+def err_to_exception(text: str) -> errors.Error:
+    """The typed error for a server ``-ERR`` text."""
+    return _err_to_exception(text)
+
+
+def _close_quietly(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        log.debug("jsclient: error closing socket", exc_info=True)

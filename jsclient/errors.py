@@ -1,0 +1,405 @@
+"""Typed errors. Each subclasses the matching nats-py error.
+
+So ``except nats.errors.TimeoutError`` and ``except jsclient.errors.TimeoutError``
+both catch a jsclient timeout, and (since nats-py's timeout derives from
+``asyncio.TimeoutError``) so does the builtin ``TimeoutError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nats.errors as _ne
+import nats.js.errors as _jse
+
+
+class Error(_ne.Error):
+    """Base of every jsclient error; carries an optional human-readable message."""
+
+    default_message = "nats: error"
+
+    def __init__(self, message: str | None = None, *args: Any) -> None:
+        super().__init__(*((message, *args) if message is not None else args))
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message if self.message else self.default_message
+
+
+class TimeoutError(Error, _ne.TimeoutError):
+    """A blocking call did not complete within its timeout."""
+
+    default_message = "nats: timeout"
+
+
+class FlushTimeoutError(TimeoutError, _ne.FlushTimeoutError):
+    """``flush()`` did not see the server's PONG in time."""
+
+    default_message = "nats: flush timeout"
+
+
+class DrainTimeoutError(TimeoutError, _ne.DrainTimeoutError):
+    """``drain()`` did not finish in time."""
+
+    default_message = "nats: draining connection timed out"
+
+
+class NoRespondersError(Error, _ne.NoRespondersError):
+    """A request found no subscriber (503 status)."""
+
+    default_message = "nats: no responders available for request"
+
+
+class ConnectionClosedError(Error, _ne.ConnectionClosedError):
+    """The connection is closed."""
+
+    default_message = "nats: connection closed"
+
+
+class StaleConnectionError(Error, _ne.StaleConnectionError):
+    """Too many PINGs went unanswered."""
+
+    default_message = "nats: stale connection"
+
+
+class UnexpectedEOF(StaleConnectionError, _ne.UnexpectedEOF):
+    """The server closed the socket."""
+
+    default_message = "nats: unexpected EOF"
+
+
+class OutboundBufferLimitError(Error, _ne.OutboundBufferLimitError):
+    """The reconnect buffer is full."""
+
+    default_message = "nats: outbound buffer limit exceeded"
+
+
+class BadSubjectError(Error, _ne.BadSubjectError):
+    """A subject is empty or contains whitespace."""
+
+    default_message = "nats: invalid subject"
+
+
+class BadHeaderError(Error, _ne.BadHeaderError):
+    """A header name or value cannot be encoded, or a header block is malformed."""
+
+    default_message = "nats: invalid header"
+
+
+class BadSubscriptionError(Error, _ne.BadSubscriptionError):
+    """The subscription is not (or no longer) valid for this call."""
+
+    default_message = "nats: invalid subscription"
+
+
+class BadTimeoutError(Error, _ne.BadTimeoutError):
+    """A timeout argument is invalid."""
+
+    default_message = "nats: timeout invalid"
+
+
+class MaxPayloadError(Error, _ne.MaxPayloadError):
+    """A payload (with headers) exceeds the server's ``max_payload``."""
+
+    default_message = "nats: maximum payload exceeded"
+
+
+class AuthorizationError(Error, _ne.AuthorizationError):
+    """The server refused the credentials or a permission."""
+
+    default_message = "nats: authorization failed"
+
+
+class NoServersError(Error, _ne.NoServersError):
+    """No server in the pool could be reached."""
+
+    default_message = "nats: no servers available for connection"
+
+
+class ProtocolError(Error, _ne.ProtocolError):
+    """The server sent bytes that are not valid NATS protocol."""
+
+    default_message = "nats: protocol error"
+
+
+class SecureConnRequiredError(Error, _ne.SecureConnRequiredError):
+    """The server requires TLS but none was configured and none could be made."""
+
+    default_message = "nats: secure connection required"
+
+
+class SecureConnFailedError(Error, _ne.SecureConnFailedError):
+    """The TLS handshake failed."""
+
+    default_message = "nats: secure connection failed"
+
+
+class ConnectionDrainingError(Error, _ne.ConnectionDrainingError):
+    """The connection is draining and accepts no new subscriptions."""
+
+    default_message = "nats: connection draining"
+
+
+class ConnectionReconnectingError(Error, _ne.ConnectionReconnectingError):
+    """The call needs a live connection and the client is reconnecting."""
+
+    default_message = "nats: connection reconnecting"
+
+
+class InvalidUserCredentialsError(Error, _ne.InvalidUserCredentialsError):
+    """The creds file or nkey seed cannot be used."""
+
+    default_message = "nats: invalid user credentials"
+
+
+class NotJSMessageError(Error, _ne.NotJSMessageError):
+    """A JetStream-only call on a message that did not come from a stream."""
+
+    default_message = "nats: not a JetStream message"
+
+
+class MsgAlreadyAckdError(Error, _ne.MsgAlreadyAckdError):
+    """A terminal acknowledgement was already sent for this message."""
+
+    default_message = "nats: message was already acknowledged"
+
+    def __init__(self, message: str | None = None) -> None:
+        Error.__init__(self, message)
+
+
+class SlowConsumerError(Error, _ne.SlowConsumerError):
+    """A subscription's pending limits were exceeded; messages were dropped.
+
+    ``dropped`` counts the messages this subscription has dropped so far.
+    """
+
+    default_message = "nats: slow consumer, messages dropped"
+
+    def __init__(
+        self, subject: str = "", sid: int = 0, dropped: int = 0, message: str | None = None
+    ) -> None:
+        Error.__init__(
+            self,
+            message
+            or f"nats: slow consumer on subject {subject!r} (sid {sid}), {dropped} dropped",
+        )
+        self.subject = subject
+        self.sid = sid
+        self.dropped = dropped
+        self.reply = ""
+        self.sub = None
+
+
+# --------------------------------------------------------------------------
+# JetStream
+
+
+class JetStreamError(Error, _jse.Error):
+    """Base of JetStream errors raised by the client itself."""
+
+    default_message = "nats: JetStream error"
+
+    def __init__(self, message: str | None = None, *args: Any) -> None:
+        Error.__init__(self, message, *args)
+        self.description = message
+
+
+class APIError(JetStreamError, _jse.APIError):
+    """The JetStream API answered with an error.
+
+    ``code`` is the HTTP-like status, ``err_code`` the JetStream error code
+    (10059 stream not found, ...), ``description`` the server's text.
+    """
+
+    default_message = "nats: JetStream API error"
+
+    def __init__(
+        self,
+        code: int | None = None,
+        description: str | None = None,
+        err_code: int | None = None,
+        stream: str | None = None,
+        seq: int | None = None,
+    ) -> None:
+        Error.__init__(self, description)
+        self.code = code
+        self.err_code = err_code
+        self.description = description
+        self.stream = stream
+        self.seq = seq
+
+    def __str__(self) -> str:
+        return (
+            f"nats: {type(self).__name__}: code={self.code} err_code={self.err_code} "
+            f"description={self.description!r}"
+        )
+
+
+class ServiceUnavailableError(APIError, _jse.ServiceUnavailableError):
+    """503: JetStream is not available (or no responders)."""
+
+
+class ServerError(APIError, _jse.ServerError):
+    """500 from the JetStream API."""
+
+
+class NotFoundError(APIError, _jse.NotFoundError):
+    """404 from the JetStream API."""
+
+
+class BadRequestError(APIError, _jse.BadRequestError):
+    """400 from the JetStream API."""
+
+
+class StreamNotFoundError(NotFoundError):
+    """err_code 10059."""
+
+
+class ConsumerNotFoundError(NotFoundError):
+    """err_code 10014."""
+
+
+class MessageNotFoundError(NotFoundError):
+    """err_code 10037."""
+
+
+class StreamNameAlreadyInUseError(BadRequestError):
+    """err_code 10058."""
+
+
+class ConsumerAlreadyExistsError(BadRequestError):
+    """err_code 10148 (or 10105): create found a consumer with a different config."""
+
+
+class ConsumerDoesNotExistError(NotFoundError):
+    """err_code 10149: update found no consumer."""
+
+
+class WrongLastSequenceError(BadRequestError):
+    """err_code 10071: an expected-last-sequence check failed."""
+
+
+class WrongLastMsgIDError(BadRequestError):
+    """err_code 10070: an expected-last-msg-id check failed."""
+
+
+class StreamNotMatchError(BadRequestError):
+    """err_code 10060: the message went to a stream other than the expected one."""
+
+
+class NoStreamResponseError(JetStreamError, _jse.NoStreamResponseError):
+    """A publish found no stream listening on its subject (503 no responders)."""
+
+    default_message = "nats: no response from stream"
+
+
+class InvalidStreamNameError(JetStreamError):
+    """A stream name is empty or contains '.', '*', '>' or whitespace."""
+
+    default_message = "nats: invalid stream name"
+
+
+class InvalidConsumerNameError(JetStreamError):
+    """A consumer name is empty or contains '.', '*', '>' or whitespace."""
+
+    default_message = "nats: invalid consumer name"
+
+
+class InvalidJSAckError(JetStreamError, _ne.NotJSMessageError):
+    """A reply subject is not a valid ``$JS.ACK`` subject (v1: 9 tokens, v2: 11+)."""
+
+    default_message = "nats: invalid JetStream ack subject"
+
+
+class TooManyStalledMsgsError(JetStreamError, _jse.TooManyStalledMsgsError):
+    """``publish_async`` waited too long for room under the max-pending limit."""
+
+    default_message = "nats: stalled with too many outstanding async published messages"
+
+
+class PublishDisconnectedError(JetStreamError):
+    """The connection was lost while an async publish waited for its ack."""
+
+    default_message = "nats: disconnected while waiting for the publish ack"
+
+
+class StatusError(JetStreamError):
+    """A pull request ended with a status the caller must see.
+
+    ``status`` is the numeric code (400, 409, ...) and ``description`` the text.
+    """
+
+    default_message = "nats: pull request ended with an error status"
+
+    def __init__(self, status: int = 0, description: str = "") -> None:
+        JetStreamError.__init__(self, f"nats: status {status} {description}".rstrip())
+        self.status = status
+        self.description = description
+
+
+class ConsumerDeletedError(StatusError):
+    """409 Consumer Deleted."""
+
+
+class ConsumerIsPushBasedError(StatusError):
+    """409 Consumer is push based."""
+
+
+class BadPullRequestError(StatusError):
+    """400 Bad Request for a pull."""
+
+
+class NoHeartbeatError(JetStreamError, _ne.TimeoutError):
+    """No message or heartbeat within twice the idle heartbeat interval."""
+
+    default_message = "nats: no heartbeat received"
+
+
+class MsgIteratorClosedError(JetStreamError):
+    """``next()`` on a messages() iterator that was stopped or drained."""
+
+    default_message = "nats: messages iterator closed"
+
+
+# err_code -> class, for errors the server signals by JetStream error code.
+API_ERRORS_BY_ERR_CODE: dict[int, type[APIError]] = {
+    10059: StreamNotFoundError,
+    10014: ConsumerNotFoundError,
+    10037: MessageNotFoundError,
+    10058: StreamNameAlreadyInUseError,
+    10148: ConsumerAlreadyExistsError,
+    10105: ConsumerAlreadyExistsError,
+    10149: ConsumerDoesNotExistError,
+    10071: WrongLastSequenceError,
+    10070: WrongLastMsgIDError,
+    10060: StreamNotMatchError,
+}
+
+_API_ERRORS_BY_CODE: dict[int, type[APIError]] = {
+    400: BadRequestError,
+    404: NotFoundError,
+    500: ServerError,
+    503: ServiceUnavailableError,
+}
+
+
+def api_error(err: dict[str, Any]) -> APIError:
+    """Build the typed error for a JetStream API ``{"error": {...}}`` body."""
+    code = err.get("code")
+    err_code = err.get("err_code")
+    cls: type[APIError] = APIError
+    if isinstance(err_code, int) and err_code in API_ERRORS_BY_ERR_CODE:
+        cls = API_ERRORS_BY_ERR_CODE[err_code]
+    elif isinstance(code, int) and code in _API_ERRORS_BY_CODE:
+        cls = _API_ERRORS_BY_CODE[code]
+    return cls(
+        code=code,
+        description=err.get("description"),
+        err_code=err_code,
+        stream=err.get("stream"),
+        seq=err.get("seq"),
+    )
+
+
+__all__ = [name for name, obj in globals().items() if isinstance(obj, type) and issubclass(obj, Exception)]
+__all__ += ["api_error", "API_ERRORS_BY_ERR_CODE"]

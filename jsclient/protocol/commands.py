@@ -1,0 +1,65 @@
+"""Encoders for the commands a client sends: CONNECT, PUB, HPUB, SUB, UNSUB, PING, PONG.
+
+Subjects are validated by the caller (see :func:`check_subject`); the encoders
+only format. All return ``bytes`` ready to append to the write buffer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jsclient.errors import BadSubjectError
+
+PING = b"PING\r\n"
+PONG = b"PONG\r\n"
+CRLF = b"\r\n"
+
+_BAD_SUBJECT_CHARS = frozenset(" \t\r\n\x0b\x0c")
+
+
+def check_subject(subject: str, what: str = "subject") -> None:
+    """Raise BadSubjectError for an empty subject or one containing whitespace."""
+    if not subject or not _BAD_SUBJECT_CHARS.isdisjoint(subject):
+        raise BadSubjectError(f"nats: invalid {what} {subject!r}")
+
+
+def connect(options: dict[str, Any]) -> bytes:
+    """``CONNECT {json}``."""
+    return b"CONNECT " + json.dumps(options, separators=(",", ":")).encode() + CRLF
+
+
+def pub(subject: bytes, reply: bytes, payload: bytes) -> bytes:
+    """``PUB <subject> [reply] <#bytes>`` plus payload."""
+    if reply:
+        return b"PUB %s %s %d\r\n%s\r\n" % (subject, reply, len(payload), payload)
+    return b"PUB %s %d\r\n%s\r\n" % (subject, len(payload), payload)
+
+
+def hpub(subject: bytes, reply: bytes, header: bytes, payload: bytes) -> bytes:
+    """``HPUB <subject> [reply] <#header bytes> <#total bytes>`` plus header block and payload."""
+    hl = len(header)
+    if reply:
+        return b"HPUB %s %s %d %d\r\n%s%s\r\n" % (
+            subject,
+            reply,
+            hl,
+            hl + len(payload),
+            header,
+            payload,
+        )
+    return b"HPUB %s %d %d\r\n%s%s\r\n" % (subject, hl, hl + len(payload), header, payload)
+
+
+def sub(subject: str, queue: str | None, sid: int) -> bytes:
+    """``SUB <subject> [queue] <sid>``."""
+    if queue:
+        return f"SUB {subject} {queue} {sid}\r\n".encode()
+    return f"SUB {subject} {sid}\r\n".encode()
+
+
+def unsub(sid: int, max_msgs: int = 0) -> bytes:
+    """``UNSUB <sid> [max_msgs]``."""
+    if max_msgs > 0:
+        return b"UNSUB %d %d\r\n" % (sid, max_msgs)
+    return b"UNSUB %d\r\n" % sid

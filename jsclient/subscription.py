@@ -1,0 +1,238 @@
+"""Subscriptions: a bounded queue filled by the reader thread, read by user threads.
+
+- ``next_msg(timeout)`` and iteration block on the queue with a timeout;
+  ``unsubscribe``/``drain``/close from another thread wake them with a sentinel.
+- With ``cb=...`` a named dispatcher thread runs the callback; the reader
+  thread never runs user code.
+- Pending limits: past ``pending_msgs_limit`` messages or
+  ``pending_bytes_limit`` payload bytes the message is dropped, counted in
+  ``dropped``, and a SlowConsumerError goes to the connection's ``error_cb``
+  (once per slow episode).
+
+Pending bytes are tracked as two counters with one writer each (the reader
+adds, the consumer subtracts), so no lock is taken per message.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from jsclient import errors
+from jsclient._threads import log
+from jsclient.msg import Msg
+
+if TYPE_CHECKING:
+    from jsclient.client import Client
+
+_POLL = 1.0
+
+
+class _Closed:
+    """Queue sentinel: the subscription ended (reason in ``error``)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+
+class Subscription:
+    """A subscription to a subject (optionally in a queue group)."""
+
+    def __init__(
+        self,
+        client: Client,
+        sid: int,
+        subject: str,
+        queue_group: str | None,
+        cb: Callable[[Msg], Any] | None,
+        max_msgs: int,
+        pending_msgs_limit: int,
+        pending_bytes_limit: int,
+    ) -> None:
+        self._client = client
+        self.sid = sid
+        self.subject = subject
+        self.queue = queue_group
+        self._cb = cb
+        self._max_msgs = max_msgs
+        self._pending_msgs_limit = pending_msgs_limit if pending_msgs_limit > 0 else 1 << 62
+        self._pending_bytes_limit = pending_bytes_limit if pending_bytes_limit > 0 else 1 << 62
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._received = 0  # written by the reader only
+        self._in_bytes = 0  # written by the reader only
+        self._out_bytes = 0  # written by the consumer only
+        self._dropped = 0
+        self._slow = False
+        self._closed = False
+        self._draining = False
+        self._dispatcher: threading.Thread | None = None
+        self._idle = threading.Event()
+        self._idle.set()
+        if cb is not None:
+            self._dispatcher = threading.Thread(
+                target=self._dispatch_loop, name=f"jsclient-sub-{sid}", daemon=True
+            )
+            self._dispatcher.start()
+
+    def __repr__(self) -> str:
+        return f"<Subscription sid={self.sid} subject={self.subject!r} queue={self.queue!r}>"
+
+    # -- reader side -------------------------------------------------------
+
+    def _deliver(self, msg: Msg, nbytes: int) -> None:
+        """Called on the reader thread for each message routed to this sid."""
+        q = self._q
+        if (
+            q.qsize() >= self._pending_msgs_limit
+            or self._in_bytes - self._out_bytes + nbytes > self._pending_bytes_limit
+        ):
+            self._dropped += 1
+            if not self._slow:
+                self._slow = True
+                self._client._report_error(
+                    errors.SlowConsumerError(self.subject, self.sid, self._dropped)
+                )
+            return
+        if self._slow:
+            self._slow = False
+        self._in_bytes += nbytes
+        self._received += 1
+        q.put(msg)
+        if self._max_msgs and self._received >= self._max_msgs:
+            self._client._remove_sub(self.sid)
+            self._finish(None)
+
+    def _finish(self, error: BaseException | None) -> None:
+        """End the subscription: readers see the sentinel after what is queued."""
+        if not self._closed:
+            self._closed = True
+            self._q.put(_Closed(error))
+
+    # -- consumer side -----------------------------------------------------
+
+    def next_msg(self, timeout: float | None = 1.0) -> Msg:
+        """The next message; TimeoutError if none arrives within ``timeout`` seconds."""
+        if self._cb is not None:
+            raise errors.BadSubscriptionError(
+                "nats: next_msg() is not available on a subscription with a callback"
+            )
+        try:
+            item = self._q.get(timeout=timeout) if timeout is None or timeout > 0 else (
+                self._q.get_nowait()
+            )
+        except queue.Empty:
+            raise errors.TimeoutError() from None
+        if type(item) is Msg:
+            self._out_bytes += len(item.data)
+            return item
+        self._q.put(item)  # keep the sentinel for other readers
+        raise item.error or errors.BadSubscriptionError("nats: subscription closed")
+
+    def __iter__(self) -> Iterator[Msg]:
+        return self
+
+    def __next__(self) -> Msg:
+        while True:
+            try:
+                item = self._q.get(timeout=_POLL)
+            except queue.Empty:
+                continue
+            if type(item) is Msg:
+                self._out_bytes += len(item.data)
+                return item
+            self._q.put(item)
+            if isinstance(item.error, errors.ConnectionClosedError) or item.error is None:
+                raise StopIteration
+            raise item.error
+
+    def _dispatch_loop(self) -> None:
+        cb = self._cb
+        assert cb is not None
+        q = self._q
+        while True:
+            try:
+                item = q.get(timeout=_POLL)
+            except queue.Empty:
+                continue
+            if type(item) is not Msg:
+                self._idle.set()
+                return
+            self._idle.clear()
+            self._out_bytes += len(item.data)
+            try:
+                cb(item)
+            except Exception as exc:
+                log.exception("jsclient: subscription callback raised")
+                self._client._report_error(exc)
+            if q.empty():
+                self._idle.set()
+
+    # -- control -----------------------------------------------------------
+
+    @property
+    def pending_msgs(self) -> int:
+        return max(0, self._q.qsize() - (1 if self._closed else 0))
+
+    @property
+    def pending_bytes(self) -> int:
+        return max(0, self._in_bytes - self._out_bytes)
+
+    @property
+    def delivered(self) -> int:
+        """Messages handed to this subscription (not counting dropped ones)."""
+        return self._received
+
+    @property
+    def dropped(self) -> int:
+        return self._dropped
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def unsubscribe(self, limit: int = 0) -> None:
+        """Stop receiving; with ``limit``, stop after that many messages in total."""
+        if self._closed:
+            raise errors.BadSubscriptionError("nats: subscription already closed")
+        if limit > 0 and self._received < limit:
+            self._max_msgs = limit
+            self._client._send_unsub(self.sid, limit)
+            return
+        self._client._send_unsub(self.sid, 0)
+        self._client._remove_sub(self.sid)
+        self._finish(None)
+
+    def drain(self, timeout: float | None = 30.0) -> None:
+        """Unsubscribe, let the server's in-flight messages arrive, and process what is queued.
+
+        For a callback subscription this waits (up to ``timeout``) until the
+        callback has run for every queued message. For an iterator
+        subscription, iteration ends after the queued messages.
+        """
+        if self._closed:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._draining = True
+        self._client._send_unsub(self.sid, 0)
+        try:
+            self._client.flush(timeout=_remaining(deadline, 5.0))
+        except errors.Error:
+            pass
+        self._client._remove_sub(self.sid)
+        self._finish(None)
+        if self._dispatcher is not None and self._dispatcher is not threading.current_thread():
+            self._dispatcher.join(_remaining(deadline, None))
+            if self._dispatcher.is_alive():
+                raise errors.DrainTimeoutError()
+
+
+def _remaining(deadline: float | None, cap: float | None) -> float | None:
+    if deadline is None:
+        return cap
+    left = max(0.0, deadline - time.monotonic())
+    return left if cap is None else min(left, cap)
