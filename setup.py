@@ -60,8 +60,7 @@ def extensions() -> list:  # type: ignore[type-arg]
         sys.stderr.write("*** jsclient: Cython not available; pure-Python install.\n")
         return []
     exts = [
-        Extension(f"jsclient._speedups.{src.stem}", [str(src.relative_to(HERE))])
-        for src in sources
+        Extension(f"jsclient._speedups.{src.stem}", [str(src.relative_to(HERE))]) for src in sources
     ]
     built = cythonize(
         exts,

@@ -44,8 +44,12 @@ class _InternalSub:
         self.subject = subject
         self.handler = handler
 
-    def _deliver(self, msg: Msg, nbytes: int) -> None:
+    def _deliver(self, msg: Msg, nbytes: int) -> bool:
         self.handler(msg)
+        return False
+
+    def _flush_batch(self) -> None:
+        pass
 
     def _finish(self, error: BaseException | None) -> None:
         pass
@@ -195,27 +199,32 @@ class Client:
         headers: _headers.HeadersIn | None = None,
     ) -> None:
         """Publish a message. Buffered; ``flush()`` waits until the server has it."""
-        subj = self._subject_bytes(subject)
-        rep = self._subject_bytes(reply) if reply else b""
+        subj = self._subject_cache.get(subject)
+        if subj is None:
+            subj = self._subject_bytes(subject)
+        conn = self._conn
         plen = len(payload)
+        if reply is None and headers is None:
+            if plen > conn.max_payload:
+                raise self._too_big(plen)
+            conn.send_counted(b"PUB %s %d\r\n%s\r\n" % (subj, plen, payload), plen)
+            return
+        rep = self._subject_bytes(reply) if reply else b""
         if headers:
             hdr = _headers.encode(headers)
-            if len(hdr) + plen > self._conn.max_payload:
-                raise errors.MaxPayloadError(
-                    f"nats: payload of {len(hdr) + plen} bytes exceeds max_payload "
-                    f"{self._conn.max_payload}"
-                )
+            if len(hdr) + plen > conn.max_payload:
+                raise self._too_big(len(hdr) + plen)
             data = commands.hpub(subj, rep, hdr, payload)
         else:
-            if plen > self._conn.max_payload:
-                raise errors.MaxPayloadError(
-                    f"nats: payload of {plen} bytes exceeds max_payload {self._conn.max_payload}"
-                )
-            if rep:
-                data = b"PUB %s %s %d\r\n%s\r\n" % (subj, rep, plen, payload)
-            else:
-                data = b"PUB %s %d\r\n%s\r\n" % (subj, plen, payload)
-        self._conn.send_counted(data, plen)
+            if plen > conn.max_payload:
+                raise self._too_big(plen)
+            data = commands.pub(subj, rep, payload)
+        conn.send_counted(data, plen)
+
+    def _too_big(self, size: int) -> errors.MaxPayloadError:
+        return errors.MaxPayloadError(
+            f"nats: payload of {size} bytes exceeds max_payload {self._conn.max_payload}"
+        )
 
     def _publish_raw(self, data: bytes, payload_len: int) -> None:
         """Send an already encoded PUB/HPUB (JetStream fast paths)."""
@@ -379,6 +388,7 @@ class Client:
 
     def _route_events(self, events: list[tuple[Any, ...]]) -> None:
         subs = self._subs
+        touched: list[Any] = []
         n_in = 0
         b_in = 0
         for ev in events:
@@ -388,10 +398,19 @@ class Client:
                 n_in += 1
                 b_in += plen
                 sub = subs.get(sid)
-                if sub is not None:
-                    sub._deliver(Msg(self, subject, reply, payload, hdr, size, sid), plen)
+                if sub is not None and sub._deliver(
+                    Msg(self, subject, reply, payload, hdr, size, sid), plen
+                ):
+                    touched.append(sub)
             else:
+                # Hand over what came before a control frame first: a PONG may
+                # release a drain() that then closes these subscriptions.
+                for sub in touched:
+                    sub._flush_batch()
+                touched.clear()
                 self._control(ev)
+        for sub in touched:
+            sub._flush_batch()
         self._in_msgs += n_in
         self._in_bytes += b_in
 

@@ -4,10 +4,18 @@ Threads:
 
 - reader (``jsclient-reader``): ``recv_into`` a large buffer, parse, route by
   sid. It also performs reconnects. It runs no user code.
-- flusher (``jsclient-flusher``): writers append encoded commands to a list
-  under ``_wlock``; the first append after a flush sets ``_wevent``; the
-  flusher swaps the list out under the lock and writes it *outside* the lock,
-  so many publishes share one ``sendall``.
+- flusher (``jsclient-flusher``): writers append encoded commands to one
+  ``bytearray`` that is never replaced (``buf += data`` is a single C call,
+  atomic under the GIL, so the hot path takes no lock) and set ``_wevent``
+  when the flusher is idle; the flusher copies what is there with
+  ``bytes(buf)``, deletes exactly that prefix (O(1) for a bytearray) and
+  writes it with one ``sendall``, so many publishes share one syscall and the
+  flusher does no per-message work. No lock is ever held across socket I/O.
+
+  Wake-up protocol (no lost wake-ups): the flusher clears the event and the
+  ``_kicked`` flag *before* it looks at the queue; a writer appends *before*
+  it reads ``_kicked``. Either the flusher sees the new item, or the writer
+  sees ``_kicked`` false and sets the event.
 
 TLS sockets are not safe for a concurrent read and write from two threads
 (OpenSSL forbids it), so over TLS the reader thread also does the writing: it
@@ -32,8 +40,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from jsclient import _impl, errors
-from jsclient._version import __version__
 from jsclient._threads import log
+from jsclient._version import __version__
 from jsclient.protocol import commands
 
 _parser_mod = _impl.parser
@@ -195,9 +203,8 @@ class Connection:
         self._is_tls = False
         self._parser = _parser_mod.Parser(max_control_line=opts.max_control_line)
         # write side
-        self._wlock = threading.Lock()
-        self._wbuf: list[bytes] = []
-        self._wsize = 0
+        self._wlock = threading.Lock()  # state changes and PING/pong pairing only
+        self._wbuf = bytearray()  # never replaced: writers append, the flusher cuts the front
         self._kicked = False
         self._wevent = threading.Event()
         self._wake_r: socket.socket | None = None
@@ -238,9 +245,7 @@ class Connection:
         raise errors.NoServersError(f"nats: could not connect to any server: {last}") from last
 
     def _start_threads(self) -> None:
-        self._reader = threading.Thread(
-            target=self._read_loop, name="jsclient-reader", daemon=True
-        )
+        self._reader = threading.Thread(target=self._read_loop, name="jsclient-reader", daemon=True)
         self._reader.start()
         if not self._is_tls:
             self._flusher = threading.Thread(
@@ -296,9 +301,7 @@ class Connection:
 
     def _wrap(self, sock: socket.socket, ctx: ssl.SSLContext, hostname: str) -> socket.socket:
         try:
-            return ctx.wrap_socket(
-                sock, server_hostname=hostname if ctx.check_hostname else None
-            )
+            return ctx.wrap_socket(sock, server_hostname=hostname if ctx.check_hostname else None)
         except (ssl.SSLError, OSError) as exc:
             raise errors.SecureConnFailedError(f"nats: TLS handshake failed: {exc}") from exc
 
@@ -331,9 +334,7 @@ class Connection:
                 raise errors.UnexpectedEOF("nats: server closed the connection during handshake")
             pending.extend(parser.feed(data))
 
-    def _connect_options(
-        self, srv: ServerAddr, info: dict[str, Any], tls: bool
-    ) -> dict[str, Any]:
+    def _connect_options(self, srv: ServerAddr, info: dict[str, Any], tls: bool) -> dict[str, Any]:
         opts = self.opts
         out: dict[str, Any] = {
             "verbose": False,
@@ -405,50 +406,42 @@ class Connection:
         self._pings_out = 0
         with self._wlock:
             if resubscribe:
-                self._wbuf.insert(0, resubscribe)
-                self._wsize += len(resubscribe)
+                self._wbuf[0:0] = resubscribe
             self._sock = sock
             self.status = CONNECTED
-            self._kicked = bool(self._wbuf)
         self._connected_event.set()
-        if self._wbuf:
-            self._kick()
+        self._kicked = True
+        self._kick()
 
     # -- writing -----------------------------------------------------------
 
     def send(self, data: bytes) -> None:
         """Queue bytes for the socket (any thread). Raises when closed or the buffer is full."""
-        with self._wlock:
-            status = self.status
-            if status is not CONNECTED and status is not DRAINING:
-                if status is CLOSED:
-                    raise errors.ConnectionClosedError()
-                if self._wsize + len(data) > self.opts.reconnect_buffer_size:
-                    raise errors.OutboundBufferLimitError()
-            self._wbuf.append(data)
-            self._wsize += len(data)
-            if self._kicked:
-                return
+        status = self.status
+        if status is not CONNECTED and status is not DRAINING:
+            self._check_buffer(status, len(data))
+        self._wbuf += data
+        if not self._kicked:
             self._kicked = True
-        self._kick()
+            self._kick()
 
     def send_counted(self, data: bytes, payload_len: int) -> None:
         """``send`` for a publish: also counts out_msgs/out_bytes."""
-        with self._wlock:
-            status = self.status
-            if status is not CONNECTED and status is not DRAINING:
-                if status is CLOSED:
-                    raise errors.ConnectionClosedError()
-                if self._wsize + len(data) > self.opts.reconnect_buffer_size:
-                    raise errors.OutboundBufferLimitError()
-            self._wbuf.append(data)
-            self._wsize += len(data)
-            self.out_msgs += 1
-            self.out_bytes += payload_len
-            if self._kicked:
-                return
+        status = self.status
+        if status is not CONNECTED and status is not DRAINING:
+            self._check_buffer(status, len(data))
+        self._wbuf += data
+        self.out_msgs += 1
+        self.out_bytes += payload_len
+        if not self._kicked:
             self._kicked = True
-        self._kick()
+            self._kick()
+
+    def _check_buffer(self, status: str, size: int) -> None:
+        if status is CLOSED:
+            raise errors.ConnectionClosedError()
+        if len(self._wbuf) + size > self.opts.reconnect_buffer_size:
+            raise errors.OutboundBufferLimitError()
 
     def _kick(self) -> None:
         if self._is_tls:
@@ -461,45 +454,41 @@ class Connection:
         else:
             self._wevent.set()
 
-    def _take_pending(self) -> tuple[socket.socket | None, bytes]:
-        with self._wlock:
-            sock = self._sock
-            self._kicked = False
-            if sock is None or not self._wbuf:
-                return sock, b""
-            chunks = self._wbuf
-            self._wbuf = []
-            self._wsize = 0
-        return sock, chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    def _take_pending(self) -> bytes:
+        """Take everything queued (writers may keep appending meanwhile)."""
+        buf = self._wbuf
+        if not buf:
+            return b""
+        data = bytes(buf)
+        del buf[: len(data)]
+        return data
 
     def _put_back(self, data: bytes) -> None:
         """A write failed: keep its bytes in front so they go out after reconnect."""
-        with self._wlock:
-            self._wbuf.insert(0, data)
-            self._wsize += len(data)
+        self._wbuf[0:0] = data
 
     def _flush_loop(self) -> None:
         ev = self._wevent
+        buf = self._wbuf
         while True:
-            if not ev.wait(_FLUSH_WAIT):
-                if self.status is CLOSED and not self._wbuf:
-                    return
-                continue
             ev.clear()
-            sock, data = self._take_pending()
-            if not data:
+            self._kicked = False
+            sock = self._sock
+            if not buf or sock is None:
                 if self.status is CLOSED:
                     return
+                ev.wait(_FLUSH_WAIT)
                 continue
-            assert sock is not None
+            data = self._take_pending()
             try:
                 sock.sendall(data)
             except OSError as exc:
                 self._put_back(data)
                 self._abort_socket(sock, exc)
+                ev.wait(_FLUSH_WAIT)
 
     def pending_bytes(self) -> int:
-        return self._wsize
+        return len(self._wbuf)
 
     # -- reading -----------------------------------------------------------
 
@@ -555,7 +544,8 @@ class Connection:
         try:
             while self._sock is sock and self.status is not CLOSED:
                 if not out:
-                    _, out = self._take_pending()
+                    self._kicked = False
+                    out = self._take_pending()
                 wlist = [sock] if out else []
                 if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
                     r, w, _ = select.select([sock, wake], wlist, [], _FLUSH_WAIT)
@@ -691,11 +681,11 @@ class Connection:
                 self._abort_socket(sock, errors.StaleConnectionError())
             return
         self._pings_out += 1
-        self._pongs.append(None)
-        try:
-            self.send(commands.PING)
-        except errors.Error:
-            pass
+        with self._wlock:
+            self._pongs.append(None)
+            self._wbuf += commands.PING
+        self._kicked = True
+        self._kick()
 
     def on_pong(self) -> None:
         self._pings_out = 0
@@ -737,22 +727,21 @@ class Connection:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise errors.FlushTimeoutError()
-            if self.status is RECONNECTING:
-                if not self._connected_event.wait(left if left is not None else _FLUSH_WAIT):
-                    if left is not None:
-                        raise errors.FlushTimeoutError()
+            if self.status is not CONNECTED and self.status is not DRAINING:
+                # Reconnecting: wait for the new socket (bounded), then ping on it.
+                got = self._connected_event.wait(_FLUSH_WAIT if left is None else left)
+                if not got and left is not None:
+                    raise errors.FlushTimeoutError()
                 continue
             p = _Pong()
             with self._wlock:
                 if self.status is not CONNECTED and self.status is not DRAINING:
                     continue
+                # The waiter and its PING are queued together so PONGs pair in order.
                 self._pongs.append(p)
-                self._wbuf.append(commands.PING)
-                self._wsize += len(commands.PING)
-                kick = not self._kicked
-                self._kicked = True
-            if kick:
-                self._kick()
+                self._wbuf += commands.PING
+            self._kicked = True
+            self._kick()
             got = p.lock.acquire(timeout=-1 if left is None else left)
             if not got:
                 raise errors.FlushTimeoutError()

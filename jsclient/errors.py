@@ -180,14 +180,13 @@ class SlowConsumerError(Error, _ne.SlowConsumerError):
     ) -> None:
         Error.__init__(
             self,
-            message
-            or f"nats: slow consumer on subject {subject!r} (sid {sid}), {dropped} dropped",
+            message or f"nats: slow consumer on subject {subject!r} (sid {sid}), {dropped} dropped",
         )
         self.subject = subject
         self.sid = sid
         self.dropped = dropped
         self.reply = ""
-        self.sub = None
+        self.sub = None  # type: ignore[assignment]
 
 
 # --------------------------------------------------------------------------
@@ -401,5 +400,7 @@ def api_error(err: dict[str, Any]) -> APIError:
     )
 
 
-__all__ = [name for name, obj in globals().items() if isinstance(obj, type) and issubclass(obj, Exception)]
+__all__ = [
+    name for name, obj in globals().items() if isinstance(obj, type) and issubclass(obj, Exception)
+]
 __all__ += ["api_error", "API_ERRORS_BY_ERR_CODE"]

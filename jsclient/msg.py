@@ -72,6 +72,10 @@ class Msg:
         "subject",
     )
 
+    _headers: dict[str, str] | None
+    _meta: MsgMetadata
+    _ackd: int
+
     def __init__(
         self,
         client: Client | None,
@@ -82,6 +86,8 @@ class Msg:
         size: int = -1,
         sid: int = 0,
     ) -> None:
+        # Built per inbound message on the reader thread: only the wire fields
+        # are set here; _headers, _meta and _ackd are set on first use.
         self._client = client
         self.subject = subject
         self.reply = reply
@@ -89,9 +95,6 @@ class Msg:
         self._hdr = hdr
         self._size = size
         self.sid = sid
-        self._headers: dict[str, str] | None = None
-        self._meta: MsgMetadata | None = None
-        self._ackd = ACK_NOT_YET
 
     def __repr__(self) -> str:
         return f"<Msg subject={self.subject!r} reply={self.reply!r} data={self.data[:32]!r}...>"
@@ -101,9 +104,11 @@ class Msg:
     @property
     def headers(self) -> dict[str, str] | None:
         """Header names to their first value; ``Status``/``Description`` for status lines."""
-        if self._headers is None and self._hdr is not None:
-            self._headers = _headers.to_dict(self._hdr)
-        return self._headers
+        try:
+            return self._headers
+        except AttributeError:
+            self._headers = _headers.to_dict(self._hdr) if self._hdr is not None else None
+            return self._headers
 
     @headers.setter
     def headers(self, value: dict[str, str] | None) -> None:
@@ -142,15 +147,18 @@ class Msg:
     @property
     def metadata(self) -> MsgMetadata:
         """Delivery metadata from the ``$JS.ACK`` reply; raises NotJSMessageError otherwise."""
-        if self._meta is None:
-            if not self.reply:
-                raise errors.NotJSMessageError()
-            stream, consumer, delivered, sseq, cseq, ts, pending, domain = (
-                _impl.jsack.parse_jsack(self.reply)
-            )
-            self._meta = MsgMetadata(
-                SequencePair(sseq, cseq), delivered, pending, ts, stream, consumer, domain
-            )
+        try:
+            return self._meta
+        except AttributeError:
+            pass
+        if not self.reply:
+            raise errors.NotJSMessageError()
+        stream, consumer, delivered, sseq, cseq, ts, pending, domain = _impl.jsack.parse_jsack(
+            self.reply
+        )
+        self._meta = MsgMetadata(
+            SequencePair(sseq, cseq), delivered, pending, ts, stream, consumer, domain
+        )
         return self._meta
 
     def respond(self, payload: bytes = b"", headers: dict[str, str] | None = None) -> None:
@@ -173,7 +181,7 @@ class Msg:
 
     def in_progress(self) -> None:
         """Tell the server work is ongoing (resets the ack wait); may be repeated."""
-        if self._ackd != ACK_NOT_YET:
+        if self._ack_state() != ACK_NOT_YET:
             return
         self._check_js()
         self._require_client().publish(self.reply, _WPI)
@@ -184,9 +192,10 @@ class Msg:
 
     def ack_sync(self, timeout: float = 5.0) -> None:
         """Acknowledge and wait until the server confirms it (double ack)."""
-        if self._ackd == ACK_NONE_POLICY:
+        state = self._ack_state()
+        if state == ACK_NONE_POLICY:
             return
-        if self._ackd == ACK_DONE:
+        if state == ACK_DONE:
             raise errors.MsgAlreadyAckdError(f"nats: message was already acknowledged: {self!r}")
         self._check_js()
         self._require_client().request(self.reply, _ACK, timeout=timeout)
@@ -194,10 +203,16 @@ class Msg:
 
     @property
     def is_acked(self) -> bool:
-        return self._ackd == ACK_DONE
+        return self._ack_state() == ACK_DONE
+
+    def _ack_state(self) -> int:
+        try:
+            return self._ackd
+        except AttributeError:
+            return ACK_NOT_YET
 
     def _send_ack(self, body: bytes) -> None:
-        if self._ackd != ACK_NOT_YET:
+        if self._ack_state() != ACK_NOT_YET:
             return
         self._check_js()
         self._require_client().publish(self.reply, body)

@@ -9,8 +9,11 @@
   ``dropped``, and a SlowConsumerError goes to the connection's ``error_cb``
   (once per slow episode).
 
-Pending bytes are tracked as two counters with one writer each (the reader
-adds, the consumer subtracts), so no lock is taken per message.
+Hand-off is batched: the reader collects the messages one socket read brings
+for a subscription into a list and puts the list on the queue once; the
+consuming side keeps a local deque it serves single messages from. Pending
+counts are pairs of counters with one writer each (the reader adds, the
+consumer subtracts), so no lock is taken per message.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +39,13 @@ class _Closed:
     """Queue sentinel: the subscription ended (reason in ``error``)."""
 
     __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+
+class _Ended(Exception):
+    """Internal: the queue sentinel was reached."""
 
     def __init__(self, error: BaseException | None) -> None:
         self.error = error
@@ -63,8 +74,11 @@ class Subscription:
         self._pending_msgs_limit = pending_msgs_limit if pending_msgs_limit > 0 else 1 << 62
         self._pending_bytes_limit = pending_bytes_limit if pending_bytes_limit > 0 else 1 << 62
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._batch: list[Msg] = []  # reader-owned, handed over by _flush_batch()
+        self._local: deque[Msg] = deque()  # consumer-side messages already taken off _q
         self._received = 0  # written by the reader only
         self._in_bytes = 0  # written by the reader only
+        self._consumed = 0  # written by the consumer only
         self._out_bytes = 0  # written by the consumer only
         self._dropped = 0
         self._slow = False
@@ -84,11 +98,10 @@ class Subscription:
 
     # -- reader side -------------------------------------------------------
 
-    def _deliver(self, msg: Msg, nbytes: int) -> None:
-        """Called on the reader thread for each message routed to this sid."""
-        q = self._q
+    def _deliver(self, msg: Msg, nbytes: int) -> bool:
+        """Reader thread: queue one message; True when the batch was empty before."""
         if (
-            q.qsize() >= self._pending_msgs_limit
+            self._received - self._consumed >= self._pending_msgs_limit
             or self._in_bytes - self._out_bytes + nbytes > self._pending_bytes_limit
         ):
             self._dropped += 1
@@ -97,21 +110,56 @@ class Subscription:
                 self._client._report_error(
                     errors.SlowConsumerError(self.subject, self.sid, self._dropped)
                 )
-            return
+            return False
         if self._slow:
             self._slow = False
         self._in_bytes += nbytes
         self._received += 1
-        q.put(msg)
+        batch = self._batch
+        batch.append(msg)
         if self._max_msgs and self._received >= self._max_msgs:
             self._client._remove_sub(self.sid)
+            self._flush_batch()
             self._finish(None)
+            return False
+        return len(batch) == 1
+
+    def _flush_batch(self) -> None:
+        """Reader thread: hand the collected messages to the consumer in one queue put."""
+        batch = self._batch
+        if batch:
+            self._batch = []
+            self._q.put(batch)
 
     def _finish(self, error: BaseException | None) -> None:
         """End the subscription: readers see the sentinel after what is queued."""
         if not self._closed:
             self._closed = True
             self._q.put(_Closed(error))
+
+    def _take(self, timeout: float | None) -> Msg:
+        """Consumer side: the next message, or raise queue.Empty / the close reason."""
+        local = self._local
+        while True:
+            try:
+                msg = local.popleft()
+            except IndexError:
+                pass
+            else:
+                self._consumed += 1
+                self._out_bytes += len(msg.data)
+                return msg
+            if timeout is None:
+                item = self._q.get()
+            elif timeout > 0:
+                item = self._q.get(timeout=timeout)
+            else:
+                item = self._q.get_nowait()
+            if type(item) is list:
+                local.extend(item)
+                continue
+            self._q.put(item)  # keep the sentinel for other readers
+            raise _Ended(item.error)
 
     # -- consumer side -----------------------------------------------------
 
@@ -122,16 +170,11 @@ class Subscription:
                 "nats: next_msg() is not available on a subscription with a callback"
             )
         try:
-            item = self._q.get(timeout=timeout) if timeout is None or timeout > 0 else (
-                self._q.get_nowait()
-            )
+            return self._take(timeout)
         except queue.Empty:
             raise errors.TimeoutError() from None
-        if type(item) is Msg:
-            self._out_bytes += len(item.data)
-            return item
-        self._q.put(item)  # keep the sentinel for other readers
-        raise item.error or errors.BadSubscriptionError("nats: subscription closed")
+        except _Ended as end:
+            raise end.error or errors.BadSubscriptionError("nats: subscription closed") from None
 
     def __iter__(self) -> Iterator[Msg]:
         return self
@@ -139,44 +182,41 @@ class Subscription:
     def __next__(self) -> Msg:
         while True:
             try:
-                item = self._q.get(timeout=_POLL)
+                return self._take(_POLL)
             except queue.Empty:
                 continue
-            if type(item) is Msg:
-                self._out_bytes += len(item.data)
-                return item
-            self._q.put(item)
-            if isinstance(item.error, errors.ConnectionClosedError) or item.error is None:
-                raise StopIteration
-            raise item.error
+            except _Ended as end:
+                err = end.error
+                if err is None or isinstance(err, errors.ConnectionClosedError):
+                    raise StopIteration from None
+                raise err from None
 
     def _dispatch_loop(self) -> None:
         cb = self._cb
         assert cb is not None
-        q = self._q
+        local = self._local
         while True:
             try:
-                item = q.get(timeout=_POLL)
+                msg = self._take(_POLL)
             except queue.Empty:
                 continue
-            if type(item) is not Msg:
+            except _Ended:
                 self._idle.set()
                 return
             self._idle.clear()
-            self._out_bytes += len(item.data)
             try:
-                cb(item)
+                cb(msg)
             except Exception as exc:
                 log.exception("jsclient: subscription callback raised")
                 self._client._report_error(exc)
-            if q.empty():
+            if not local and self._q.empty():
                 self._idle.set()
 
     # -- control -----------------------------------------------------------
 
     @property
     def pending_msgs(self) -> int:
-        return max(0, self._q.qsize() - (1 if self._closed else 0))
+        return max(0, self._received - self._consumed)
 
     @property
     def pending_bytes(self) -> int:

@@ -1,0 +1,32 @@
+"""JetStream (ADR-37): the context, stream and consumer handles.
+
+Loaded lazily: ``import jsclient.jetstream`` imports nothing until a name is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jsclient.jetstream.consumer import Consumer
+    from jsclient.jetstream.context import JetStream
+    from jsclient.jetstream.stream import Stream
+
+__all__ = ["Consumer", "JetStream", "Stream"]
+
+_WHERE = {
+    "JetStream": "jsclient.jetstream.context",
+    "Stream": "jsclient.jetstream.stream",
+    "Consumer": "jsclient.jetstream.consumer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -145,8 +145,7 @@ class Parser:
                     reply = args[2]
                 else:
                     raise ProtocolError(
-                        f"nats: protocol error: malformed {op.decode()} line "
-                        f"{data[pos:end][:80]!r}"
+                        f"nats: protocol error: malformed {op.decode()} line {data[pos:end][:80]!r}"
                     )
                 sid = _number(args[1], "sid")
                 total = _number(args[-1], "size")
@@ -189,7 +188,9 @@ class Parser:
                 text = head[1].strip().strip(b"'") if len(head) > 1 else b""
                 events.append((OP_ERR, text.decode("utf-8", "replace")))
             elif op == b"INFO":
-                events.append((OP_INFO, (head[1] if len(head) > 1 else b"").decode("utf-8", "replace")))
+                events.append(
+                    (OP_INFO, (head[1] if len(head) > 1 else b"").decode("utf-8", "replace"))
+                )
             else:
                 raise ProtocolError(f"nats: protocol error: unknown operation {op[:16]!r}")
             pos = end + 2

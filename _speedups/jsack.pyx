@@ -1,0 +1,143 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython twin of :mod:`jsclient.protocol.jsack` (the specification).
+
+Same rules, results and errors; the subject is scanned in place for dots and
+the numbers are read from the characters, so no token list and no ``int()``.
+An argument that is not exactly a ``str`` goes to the pure function, so odd
+inputs fail (or not) exactly as the specification does.
+"""
+
+from cpython.long cimport PyLong_FromUnsignedLongLong
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
+from libc.string cimport memchr
+
+from jsclient.errors import InvalidJSAckError
+from jsclient.protocol import jsack as _spec
+
+#: Largest value a numeric token may hold (the server's uint64).
+MAX_UINT64 = 18446744073709551615
+
+JSAck = tuple[str, str, int, int, int, int, int, str | None]
+
+cdef enum:
+    _MAX_DOTS = 11
+    _OK = 0
+    _BAD = 1
+    _OVERFLOW = 2
+
+cdef unsigned long long _U64_MAX = 18446744073709551615ULL
+
+
+cdef inline int _u64(int kind, void* d, Py_ssize_t s, Py_ssize_t e,
+                     unsigned long long* out) noexcept:
+    # ASCII digits only (non-empty); leading zeros allowed; overflow beyond uint64.
+    cdef unsigned long long v = 0
+    cdef unsigned int c
+    cdef unsigned int digit
+    cdef bint over = False
+    cdef Py_ssize_t i
+    if s >= e:
+        return _BAD
+    for i in range(s, e):
+        c = PyUnicode_READ(kind, d, i)
+        if c < 48 or c > 57:
+            return _BAD
+        digit = c - 48
+        if not over:
+            if v > (_U64_MAX - digit) // 10:
+                over = True
+            else:
+                v = v * 10 + digit
+    out[0] = v
+    return _OVERFLOW if over else _OK
+
+
+cdef object _number(str reply, int kind, void* d, Py_ssize_t s, Py_ssize_t e, str what):
+    cdef unsigned long long v = 0
+    cdef int r = _u64(kind, d, s, e, &v)
+    if r == _OK:
+        return PyLong_FromUnsignedLongLong(v)
+    tok = reply[s:e]
+    if r == _OVERFLOW:
+        raise InvalidJSAckError(
+            f"nats: {what} {tok[:32]!r} overflows uint64 in ack subject {reply[:120]!r}"
+        )
+    raise InvalidJSAckError(f"nats: invalid {what} {tok[:32]!r} in ack subject {reply[:120]!r}")
+
+
+def parse_jsack(reply):
+    """Parse a ``$JS.ACK`` reply subject (v1 or v2) into its delivery metadata."""
+    if type(reply) is not str:
+        return _spec.parse_jsack(reply)
+    cdef str r = <str>reply
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(r)
+    cdef int kind = PyUnicode_KIND(r)
+    cdef void* d = PyUnicode_DATA(r)
+    cdef Py_ssize_t dots[_MAX_DOTS]
+    cdef Py_ssize_t ndots = 0
+    cdef Py_ssize_t i = 0
+    cdef const char* q
+    cdef Py_ssize_t ntoks, base, s0, e0, s1, e1
+    # Find up to 11 dots: enough to delimit 11 tokens and tell 9, 10 and 11+ apart.
+    if kind == 1:
+        while ndots < _MAX_DOTS and i < n:
+            q = <const char*>memchr(<const char*>d + i, 46, <size_t>(n - i))
+            if q == NULL:
+                break
+            i = q - <const char*>d
+            dots[ndots] = i
+            ndots += 1
+            i += 1
+    else:
+        while ndots < _MAX_DOTS and i < n:
+            if PyUnicode_READ(kind, d, i) == 46:
+                dots[ndots] = i
+                ndots += 1
+            i += 1
+    ntoks = ndots + 1  # exact when ndots < 11; "12 or more" otherwise
+    if (
+        ntoks < 2
+        or dots[0] != 3
+        or PyUnicode_READ(kind, d, 0) != 36  # $
+        or PyUnicode_READ(kind, d, 1) != 74  # J
+        or PyUnicode_READ(kind, d, 2) != 83  # S
+        or (dots[1] if ntoks > 2 else n) != 7
+        or PyUnicode_READ(kind, d, 4) != 65  # A
+        or PyUnicode_READ(kind, d, 5) != 67  # C
+        or PyUnicode_READ(kind, d, 6) != 75  # K
+    ):
+        raise InvalidJSAckError(f"nats: ack subject does not start with $JS.ACK: {reply[:120]!r}")
+    if ntoks == 9:
+        base = 2
+        domain = None
+    elif ntoks >= 11:
+        base = 4
+        s0 = dots[1] + 1
+        e0 = dots[2]
+        if e0 == s0 or (e0 == s0 + 1 and PyUnicode_READ(kind, d, s0) == 95):  # "" or "_"
+            domain = None
+        else:
+            domain = r[s0:e0]
+    else:
+        raise InvalidJSAckError(
+            f"nats: ack subject has {ntoks} tokens (expected 9 or at least 11): {reply[:120]!r}"
+        )
+    # token k spans dots[k-1]+1 .. dots[k] (or the end of the subject)
+    s0 = dots[base - 1] + 1
+    e0 = dots[base]
+    s1 = e0 + 1
+    e1 = dots[base + 1]
+    if e0 == s0:
+        raise InvalidJSAckError(f"nats: empty stream name in ack subject {reply[:120]!r}")
+    if e1 == s1:
+        raise InvalidJSAckError(f"nats: empty consumer name in ack subject {reply[:120]!r}")
+    stream = r[s0:e0]
+    consumer = r[s1:e1]
+    delivered = _number(r, kind, d, dots[base + 1] + 1, dots[base + 2], "num delivered")
+    sseq = _number(r, kind, d, dots[base + 2] + 1, dots[base + 3], "stream sequence")
+    cseq = _number(r, kind, d, dots[base + 3] + 1, dots[base + 4], "consumer sequence")
+    ts = _number(r, kind, d, dots[base + 4] + 1, dots[base + 5], "timestamp")
+    pending = _number(
+        r, kind, d, dots[base + 5] + 1, dots[base + 6] if ndots > base + 6 else n, "num pending"
+    )
+    return (stream, consumer, delivered, sseq, cseq, ts, pending, domain)

@@ -1,0 +1,385 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython twin of :mod:`jsclient.protocol.status` (the specification).
+
+Same names, rules, results and errors; the header block is scanned in place
+(``memchr`` for CRLF and ``:``), names are compared without building a
+lower-cased copy, and numbers are read from the bytes. An argument that is not
+exactly ``bytes`` (or ``int``/``str`` for :func:`classify`) goes to the pure
+function, so odd inputs behave exactly as the specification says.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_FromUnsignedLongLong
+from cpython.unicode cimport (
+    PyUnicode_DATA,
+    PyUnicode_DecodeUTF8,
+    PyUnicode_GET_LENGTH,
+    PyUnicode_KIND,
+    PyUnicode_READ,
+)
+from libc.string cimport memchr, memcmp
+
+from jsclient.errors import BadHeaderError
+from jsclient.protocol import status as _spec
+
+USER = 0
+HEARTBEAT = 1
+FLOW_CONTROL = 2
+NO_MESSAGES = 3
+REQUEST_TIMEOUT = 4
+PULL_ENDED = 5
+WARNING = 6
+RESET = 7
+TERMINAL = 8
+NO_RESPONDERS = 9
+UNKNOWN = 10
+
+#: Kind -> name, for logs and error messages.
+KIND_NAMES = (
+    "USER",
+    "HEARTBEAT",
+    "FLOW_CONTROL",
+    "NO_MESSAGES",
+    "REQUEST_TIMEOUT",
+    "PULL_ENDED",
+    "WARNING",
+    "RESET",
+    "TERMINAL",
+    "NO_RESPONDERS",
+    "UNKNOWN",
+)
+
+PENDING_MESSAGES_HDR = "Nats-Pending-Messages"
+PENDING_BYTES_HDR = "Nats-Pending-Bytes"
+LAST_CONSUMER_HDR = "Nats-Last-Consumer"
+LAST_STREAM_HDR = "Nats-Last-Stream"
+CONSUMER_STALLED_HDR = "Nats-Consumer-Stalled"
+PIN_ID_HDR = "Nats-Pin-Id"
+
+cdef enum:
+    _USER = 0
+    _HEARTBEAT = 1
+    _FLOW_CONTROL = 2
+    _NO_MESSAGES = 3
+    _REQUEST_TIMEOUT = 4
+    _PULL_ENDED = 5
+    _WARNING = 6
+    _RESET = 7
+    _TERMINAL = 8
+    _NO_RESPONDERS = 9
+    _UNKNOWN = 10
+
+cdef unsigned long long _U64_MAX = 18446744073709551615ULL
+cdef str _EMPTY = ""
+
+
+cdef inline bint _blank(unsigned char c) noexcept nogil:
+    return c == 32 or c == 9
+
+
+cdef inline bint _ws(unsigned char c) noexcept nogil:
+    # bytes.strip() whitespace: space, \t, \n, \v, \f, \r.
+    return c == 32 or (c >= 9 and c <= 13)
+
+
+cdef inline unsigned char _low(unsigned char c) noexcept nogil:
+    if c >= 65 and c <= 90:
+        return c + 32
+    return c
+
+
+cdef inline Py_ssize_t _crlf(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    # data.find(b"\r\n", i), or -1
+    cdef const unsigned char* q
+    while i < n:
+        q = <const unsigned char*>memchr(p + i, 13, <size_t>(n - i))
+        if q == NULL:
+            return -1
+        i = q - p
+        if i + 1 < n and p[i + 1] == 10:
+            return i
+        i += 1
+    return -1
+
+
+def status_of(header):
+    """``(code, description)`` if the block's first line is a status line, else ``None``."""
+    if header is None:
+        return None
+    if type(header) is not bytes:
+        return _spec.status_of(header)
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(header)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(header)
+    cdef Py_ssize_t end, i, s, e
+    cdef int code
+    if n < 8 or memcmp(p, b"NATS/1.0", 8) != 0:
+        raise BadHeaderError(
+            f"nats: header block does not start with NATS/1.0: {header[:40]!r}"
+        )
+    # Ordinary user headers: "NATS/1.0\r\n..." -- decided by one byte.
+    if n < 12 or not _blank(p[8]):
+        return None
+    end = _crlf(p, 8, n)
+    if end < 0:
+        end = n
+    i = 9
+    while i < end and _blank(p[i]):
+        i += 1
+    if i + 3 > end:
+        return None
+    if not (48 <= p[i] <= 57 and 48 <= p[i + 1] <= 57 and 48 <= p[i + 2] <= 57):
+        return None
+    if i + 3 < end and not _blank(p[i + 3]):
+        return None
+    code = (p[i] - 48) * 100 + (p[i + 1] - 48) * 10 + (p[i + 2] - 48)
+    s = i + 3
+    e = end
+    while s < e and _ws(p[s]):
+        s += 1
+    while e > s and _ws(p[e - 1]):
+        e -= 1
+    if s == e:
+        return (code, _EMPTY)
+    return (code, PyUnicode_DecodeUTF8(<char*>p + s, e - s, "replace"))
+
+
+cdef bint _ieq(str text, const char* word, Py_ssize_t wn, bint prefix):
+    # ASCII case-insensitive ``text == word`` (or ``text.startswith(word)``);
+    # ``word`` is lower case ASCII. A non-ASCII character never matches one.
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef int kind
+    cdef void* d
+    cdef Py_ssize_t i
+    cdef unsigned int c
+    if n < wn or (n != wn and not prefix):
+        return False
+    kind = PyUnicode_KIND(text)
+    d = PyUnicode_DATA(text)
+    for i in range(wn):
+        c = PyUnicode_READ(kind, d, i)
+        if 65 <= c <= 90:
+            c += 32
+        if c != <unsigned char>word[i]:
+            return False
+    return True
+
+
+def classify(code, description):
+    """The kind of a status (see the pure module's docstring for the table)."""
+    cdef long c
+    if type(code) is not int or type(description) is not str:
+        return _spec.classify(code, description)
+    try:
+        c = code
+    except OverflowError:
+        return UNKNOWN
+    cdef str d = <str>description
+    if c == 100:
+        if _ieq(d, b"idle heartbeat", 14, False):
+            return HEARTBEAT
+        if _ieq(d, b"flowcontrol request", 19, False):
+            return FLOW_CONTROL
+        return UNKNOWN
+    if c == 404:
+        return NO_MESSAGES
+    if c == 408:
+        return REQUEST_TIMEOUT
+    if c == 409:
+        if _ieq(d, b"message size exceeds maxbytes", 29, False):
+            return PULL_ENDED
+        if _ieq(d, b"batch completed", 15, False):
+            return PULL_ENDED
+        if _ieq(d, b"leadership change", 17, False):
+            return RESET
+        if _ieq(d, b"consumer deleted", 16, False):
+            return TERMINAL
+        if _ieq(d, b"consumer is push based", 22, False):
+            return TERMINAL
+        if (
+            _ieq(d, b"exceeded maxrequestbatch", 24, True)
+            or _ieq(d, b"exceeded maxrequestexpires", 26, True)
+            or _ieq(d, b"exceeded maxrequestmaxbytes", 27, True)
+            or _ieq(d, b"exceeded maxwaiting", 19, True)
+        ):
+            return WARNING
+        return UNKNOWN
+    if c == 400:
+        return TERMINAL
+    if c == 423:
+        return RESET
+    if c == 503:
+        return NO_RESPONDERS
+    return UNKNOWN
+
+
+cdef object _u64_or_minus_one(const unsigned char* p, Py_ssize_t s, Py_ssize_t e):
+    cdef unsigned long long v = 0
+    cdef unsigned int digit
+    cdef bint over = False
+    cdef Py_ssize_t i
+    if s >= e:
+        return -1
+    for i in range(s, e):
+        if p[i] < 48 or p[i] > 57:
+            return -1
+        digit = p[i] - 48
+        if not over:
+            if v > (_U64_MAX - digit) // 10:
+                over = True
+            else:
+                v = v * 10 + digit
+    if over:
+        return -1
+    return PyLong_FromUnsignedLongLong(v)
+
+
+cdef inline str _text(const unsigned char* p, Py_ssize_t s, Py_ssize_t e):
+    if s == e:
+        return _EMPTY
+    return PyUnicode_DecodeUTF8(<char*>p + s, e - s, "surrogateescape")
+
+
+cdef inline bint _name_is(
+    const unsigned char* p, Py_ssize_t s, Py_ssize_t e, const unsigned char* want, Py_ssize_t wn
+) noexcept nogil:
+    # ``p[s:e].lower() == want`` where ``want`` is already lower-cased.
+    cdef Py_ssize_t i
+    if e - s != wn:
+        return False
+    for i in range(wn):
+        if _low(p[s + i]) != want[i]:
+            return False
+    return True
+
+
+cdef inline Py_ssize_t _next_line(
+    const unsigned char* p, Py_ssize_t n, Py_ssize_t ls, Py_ssize_t* le,
+    Py_ssize_t* ks, Py_ssize_t* ke, Py_ssize_t* vs, Py_ssize_t* ve,
+) noexcept nogil:
+    # One header line starting at ``ls``: sets its end and, if it has a ':', the
+    # stripped key and value spans; returns 1 if it has a ':', else 0.
+    cdef Py_ssize_t end = _crlf(p, ls, n)
+    cdef const unsigned char* colon
+    cdef Py_ssize_t c, a, b
+    if end < 0:
+        end = n
+    le[0] = end
+    colon = <const unsigned char*>memchr(p + ls, 58, <size_t>(end - ls))
+    if colon == NULL:
+        return 0
+    c = colon - p
+    a = ls
+    b = c
+    while a < b and _ws(p[a]):
+        a += 1
+    while b > a and _ws(p[b - 1]):
+        b -= 1
+    ks[0] = a
+    ke[0] = b
+    a = c + 1
+    b = end
+    while a < b and _ws(p[a]):
+        a += 1
+    while b > a and _ws(p[b - 1]):
+        b -= 1
+    vs[0] = a
+    ve[0] = b
+    return 1
+
+
+def header_value(header, name):
+    """The first value of header ``name`` (ASCII case-insensitive), or ``None``."""
+    want = name.encode("utf-8", "surrogateescape").lower()
+    if type(header) is not bytes or type(want) is not bytes:
+        return _spec.header_value(header, name)
+    cdef bytes w = <bytes>want
+    cdef const unsigned char* wp = <const unsigned char*>PyBytes_AS_STRING(w)
+    cdef Py_ssize_t wn = PyBytes_GET_SIZE(w)
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(header)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(header)
+    cdef Py_ssize_t ls, le, ks, ke, vs, ve
+    ls = _crlf(p, 0, n)
+    if ls < 0:
+        return None
+    ls += 2
+    while True:
+        if _next_line(p, n, ls, &le, &ks, &ke, &vs, &ve) and _name_is(p, ks, ke, wp, wn):
+            return _text(p, vs, ve)
+        if le >= n:
+            return None
+        ls = le + 2
+
+
+# Lower-cased names, in the order of js_headers' result.
+cdef const char* _JS0 = b"nats-pending-messages"
+cdef const char* _JS1 = b"nats-pending-bytes"
+cdef const char* _JS2 = b"nats-last-consumer"
+cdef const char* _JS3 = b"nats-last-stream"
+cdef const char* _JS4 = b"nats-consumer-stalled"
+cdef const char* _JS5 = b"nats-pin-id"
+
+
+cdef inline int _js_slot(const unsigned char* p, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    cdef Py_ssize_t n = e - s
+    if n < 11 or not (
+        _low(p[s]) == 110 and _low(p[s + 1]) == 97 and _low(p[s + 2]) == 116
+        and _low(p[s + 3]) == 115 and p[s + 4] == 45
+    ):  # "nats-"
+        return -1
+    if n == 21:
+        if _name_is(p, s, e, <const unsigned char*>_JS0, 21):
+            return 0
+        if _name_is(p, s, e, <const unsigned char*>_JS4, 21):
+            return 4
+    elif n == 18:
+        if _name_is(p, s, e, <const unsigned char*>_JS1, 18):
+            return 1
+        if _name_is(p, s, e, <const unsigned char*>_JS2, 18):
+            return 2
+    elif n == 16:
+        if _name_is(p, s, e, <const unsigned char*>_JS3, 16):
+            return 3
+    elif n == 11:
+        if _name_is(p, s, e, <const unsigned char*>_JS5, 11):
+            return 5
+    return -1
+
+
+def js_headers(header):
+    """``(pending_messages, pending_bytes, last_consumer, last_stream, consumer_stalled,
+    pin_id)``; -1 / ``None`` for what is absent (or, for numbers, not a uint64)."""
+    if type(header) is not bytes:
+        return _spec.js_headers(header)
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(header)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(header)
+    cdef Py_ssize_t vs_[6]
+    cdef Py_ssize_t ve_[6]
+    cdef Py_ssize_t ls, le, ks, ke, vs, ve
+    cdef int slot, k
+    cdef int found = 0
+    for k in range(6):
+        vs_[k] = -1
+        ve_[k] = -1
+    ls = _crlf(p, 0, n)
+    if ls >= 0:
+        ls += 2
+        while True:
+            if _next_line(p, n, ls, &le, &ks, &ke, &vs, &ve):
+                slot = _js_slot(p, ks, ke)
+                if slot >= 0 and vs_[slot] < 0:
+                    vs_[slot] = vs
+                    ve_[slot] = ve
+                    found += 1
+                    if found == 6:
+                        break
+            if le >= n:
+                break
+            ls = le + 2
+    return (
+        -1 if vs_[0] < 0 else _u64_or_minus_one(p, vs_[0], ve_[0]),
+        -1 if vs_[1] < 0 else _u64_or_minus_one(p, vs_[1], ve_[1]),
+        -1 if vs_[2] < 0 else _u64_or_minus_one(p, vs_[2], ve_[2]),
+        -1 if vs_[3] < 0 else _u64_or_minus_one(p, vs_[3], ve_[3]),
+        None if vs_[4] < 0 else _text(p, vs_[4], ve_[4]),
+        None if vs_[5] < 0 else _text(p, vs_[5], ve_[5]),
+    )

