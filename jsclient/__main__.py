@@ -1,12 +1,15 @@
-"""Command line: ``python -m jsclient demo``."""
+"""Command line: ``python -m jsclient demo`` and ``python -m jsclient bench``."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import sys
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from jsclient import _impl
 
@@ -95,11 +98,113 @@ def _demo_core(url: str, count: int, size: int) -> int:
     return 0 if received == count else 1
 
 
+def bench(argv: Sequence[str]) -> int:
+    """Measure jsclient against nats-py, side by side, and print one table."""
+    ap = argparse.ArgumentParser(prog="python -m jsclient bench")
+    ap.add_argument("--server", help="use this server URL instead of an embedded one")
+    ap.add_argument("--quick", action="store_true", help="small message counts (< 1 minute)")
+    ap.add_argument("--impl", choices=["c", "python"], help="jsclient implementation to use")
+    ap.add_argument("--only", action="append", help="run only this workload (repeatable)")
+    ap.add_argument("--repeat", type=int, default=1, help="repetitions per workload (median)")
+    ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ap.add_argument("--plot", metavar="FILE.png", help="bar chart of ratios (needs matplotlib)")
+    ap.add_argument("--list", action="store_true", help="list the workloads and exit")
+    args = ap.parse_args(argv)
+    if args.impl and args.impl != _impl.IMPL:
+        # The implementation is chosen at import time: re-run with it selected.
+        env = dict(os.environ, JSCLIENT_IMPL=args.impl)
+        os.execve(sys.executable, [sys.executable, "-m", "jsclient", "bench", *argv], env)
+
+    import jsclient
+    from jsclient import bench as b
+    from jsclient.server import NatsServer
+
+    every = b.workloads()
+    if args.list:
+        for w in every:
+            print(f"{w.name:<28} {w.description}")
+        return 0
+    chosen = [w for w in every if not args.only or w.name in args.only]
+    if not chosen:
+        print(f"no workload named {args.only}; try --list", file=sys.stderr)
+        return 2
+    meta = {
+        "jsclient": jsclient.__version__,
+        "impl": _impl.IMPL,
+        "nats_py": _dist_version("nats-py"),
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.system()}",
+        "quick": args.quick,
+    }
+    print(
+        f"jsclient {meta['jsclient']} (impl={meta['impl']}) vs nats-py {meta['nats_py']}, "
+        f"Python {meta['python']}, {meta['machine']}"
+    )
+    bar = Progress("bench", len(chosen))
+
+    def progress(label: str, done: int, total: int) -> None:
+        bar.label = label[:26]
+        bar.update(done, force=True)
+
+    bar.label = "bench"
+    if args.server:
+        outcomes = b.run(
+            args.server, chosen, quick=args.quick, repeat=args.repeat, progress=progress
+        )
+    else:
+        with NatsServer(jetstream=True) as srv:
+            meta["server"] = srv.info.get("version", "?")
+            outcomes = b.run(
+                srv.url, chosen, quick=args.quick, repeat=args.repeat, progress=progress
+            )
+    sys.stderr.write("\n")
+    print(b.table(outcomes))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(b.to_json(outcomes, meta))
+        print(f"wrote {args.json}")
+    if args.plot:
+        _plot(outcomes, args.plot)
+    return 0
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "?"
+
+
+def _plot(outcomes: Sequence[Any], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("--plot needs matplotlib: pip install matplotlib", file=sys.stderr)
+        return
+    names = [getattr(o, "name", "") for o in outcomes]
+    ratios = [getattr(o, "ratio", 0.0) for o in outcomes]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) + 1.5))
+    ax.barh(names, ratios, color="#3b7dd8")
+    ax.axvline(1.0, color="grey", lw=1)
+    ax.set_xlabel("jsclient / nats-py (msgs/s ratio)")
+    ax.invert_yaxis()
+    for i, r in enumerate(ratios):
+        ax.text(r, i, f" {r:.1f}x", va="center")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    commands = {"demo": demo}
+    commands = {"demo": demo, "bench": bench}
     if not args or args[0] not in commands:
-        print("usage: python -m jsclient {demo} [options]", file=sys.stderr)
+        print("usage: python -m jsclient {demo,bench} [options]", file=sys.stderr)
         return 2
     return commands[args[0]](args[1:])
 

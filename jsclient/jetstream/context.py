@@ -224,6 +224,10 @@ class JetStream:
     ) -> Consumer:
         check_stream_name(stream)
         cfg = _consumer_config(config, fields)
+        if cfg.name is not None:
+            check_consumer_name(cfg.name)
+        if cfg.durable_name is not None:
+            check_consumer_name(cfg.durable_name)
         name = cfg.name or cfg.durable_name
         if name is None:
             if action == "update":

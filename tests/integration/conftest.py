@@ -1,15 +1,18 @@
 """Helpers shared by the core-client integration tests (``test_core_*.py``).
 
 Everything here is prefixed ``core_`` so it cannot clash with fixtures other
-test files define.
+test files define. Test modules get the helpers through fixtures (this
+directory is not a package, so they do not import this module at run time).
 """
 
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,9 +21,15 @@ import jsclient
 from jsclient.client import Client
 
 CoreConnect = Callable[..., Client]
+CoreWaitFor = Callable[..., Any]
+
+# ``tests/_jwt.py`` (JWT and creds helpers) is imported as a top-level module.
+_TESTS_DIR = str(Path(__file__).resolve().parent.parent)
+if _TESTS_DIR not in sys.path:
+    sys.path.insert(0, _TESTS_DIR)
 
 
-def core_free_port() -> int:
+def core_free_port_impl() -> int:
     """A free TCP port on 127.0.0.1 (nothing listens on it when this returns)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -28,7 +37,9 @@ def core_free_port() -> int:
         return port
 
 
-def core_wait_for(cond: Callable[[], Any], timeout: float = 5.0, interval: float = 0.01) -> Any:
+def core_wait_for_impl(
+    cond: Callable[[], Any], timeout: float = 5.0, interval: float = 0.01
+) -> Any:
     """Poll ``cond`` until it returns something truthy; fail the test on timeout."""
     deadline = time.monotonic() + timeout
     while True:
@@ -86,6 +97,18 @@ class CoreEvents:
     def errors_of(self, cls: type[BaseException]) -> list[BaseException]:
         with self.lock:
             return [e for e in self.errors if isinstance(e, cls)]
+
+
+@pytest.fixture
+def core_wait_for() -> CoreWaitFor:
+    """The :func:`core_wait_for` polling helper."""
+    return core_wait_for_impl
+
+
+@pytest.fixture
+def core_free_port() -> Callable[[], int]:
+    """The :func:`core_free_port_impl` helper."""
+    return core_free_port_impl
 
 
 @pytest.fixture

@@ -1,0 +1,117 @@
+"""Micro benchmarks of the protocol hot path, pure Python vs Cython side by side.
+
+Run: ``.venv/bin/python -m pytest benchmarks/test_micro_protocol.py --benchmark-only -q``.
+Each group (``parser-msg``, ``jsack``, ``status``, ``sizes``) has a ``py`` and a
+``c`` row; the parser rows time one feed of 1000 JetStream MSG frames, so divide
+by 1000 for the cost per message. Without the compiled twins the ``c`` rows skip.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ACK = "$JS.ACK.ORDERS.c1.1.123.123.1700000000000000000.5"
+FRAME = f"MSG orders.new 7 {ACK} 16\r\n".encode() + b"0123456789abcdef\r\n"
+FRAMES_PER_FEED = 1000
+BATCH = FRAME * FRAMES_PER_FEED
+USER_HEADER = b"NATS/1.0\r\nX-Trace: abc\r\n\r\n"
+STATUS_HEADER = b"NATS/1.0 409 Exceeded MaxWaiting\r\n\r\n"
+ENDED_HEADER = (
+    b"NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 10\r\nNats-Pending-Bytes: 2048\r\n\r\n"
+)
+
+
+def _mod(impl: str, name: str) -> ModuleType:
+    if impl == "py":
+        return importlib.import_module(f"jsclient.protocol.{name}")
+    try:
+        return importlib.import_module(f"jsclient._speedups.{name}")
+    except ImportError as exc:
+        pytest.skip(f"Cython speedups not built: {exc}")
+
+
+IMPLS = pytest.mark.parametrize("impl", ["py", "c"])
+
+
+@IMPLS
+@pytest.mark.benchmark(group="parser-msg")
+def test_parser_msg_batch(benchmark: Any, impl: str) -> None:
+    parser = _mod(impl, "parser").Parser()
+    events = benchmark(parser.feed, BATCH)
+    assert len(events) == FRAMES_PER_FEED
+    assert events[0][3] == ACK
+
+
+@IMPLS
+@pytest.mark.benchmark(group="parser-msg-split")
+def test_parser_msg_split_feeds(benchmark: Any, impl: str) -> None:
+    # a socket read rarely ends on a frame boundary: 1000 frames in 4 KiB reads
+    parser = _mod(impl, "parser").Parser()
+    chunks = [BATCH[i : i + 4096] for i in range(0, len(BATCH), 4096)]
+
+    def run() -> int:
+        n = 0
+        for chunk in chunks:
+            n += len(parser.feed(chunk))
+        return n
+
+    assert benchmark(run) == FRAMES_PER_FEED
+
+
+@IMPLS
+@pytest.mark.benchmark(group="jsack")
+def test_parse_jsack(benchmark: Any, impl: str) -> None:
+    parse = _mod(impl, "jsack").parse_jsack
+    assert benchmark(parse, ACK)[3] == 123
+
+
+@IMPLS
+@pytest.mark.benchmark(group="status")
+def test_status_user_header(benchmark: Any, impl: str) -> None:
+    status_of = _mod(impl, "status").status_of
+    assert benchmark(status_of, USER_HEADER) is None
+
+
+@IMPLS
+@pytest.mark.benchmark(group="status")
+def test_status_of_and_classify(benchmark: Any, impl: str) -> None:
+    mod = _mod(impl, "status")
+    status_of, classify = mod.status_of, mod.classify
+
+    def run() -> int:
+        code, description = status_of(STATUS_HEADER)
+        return int(classify(code, description))
+
+    assert benchmark(run) == mod.WARNING
+
+
+@IMPLS
+@pytest.mark.benchmark(group="status")
+def test_js_headers(benchmark: Any, impl: str) -> None:
+    js_headers = _mod(impl, "status").js_headers
+    assert benchmark(js_headers, ENDED_HEADER)[:2] == (10, 2048)
+
+
+@IMPLS
+@pytest.mark.benchmark(group="sizes")
+def test_msg_size(benchmark: Any, impl: str) -> None:
+    msg_size = _mod(impl, "sizes").msg_size
+    assert benchmark(msg_size, "orders.new", ACK, None, b"0123456789abcdef") == 75
+
+
+@IMPLS
+@pytest.mark.benchmark(group="sizes")
+def test_pending_counter_per_message(benchmark: Any, impl: str) -> None:
+    counter = _mod(impl, "sizes").PendingCounter(500, 0, 250, 0)
+    counter.next_pull()
+
+    def run() -> Any:
+        counter.on_message(75)
+        return counter.next_pull()
+
+    benchmark(run)
+    assert counter.msgs > 0
