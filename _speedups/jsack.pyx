@@ -9,7 +9,6 @@ inputs fail (or not) exactly as the specification does.
 
 from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
-from libc.string cimport memchr
 
 from jsclient.errors import InvalidJSAckError
 from jsclient.protocol import jsack as _spec
@@ -25,7 +24,6 @@ cdef enum:
     _BAD = 1
     _OVERFLOW = 2
 
-cdef unsigned long long _U64_MAX = 18446744073709551615ULL
 
 
 cdef inline int _u64(int kind, void* d, Py_ssize_t s, Py_ssize_t e,
@@ -36,15 +34,20 @@ cdef inline int _u64(int kind, void* d, Py_ssize_t s, Py_ssize_t e,
     cdef unsigned int digit
     cdef bint over = False
     cdef Py_ssize_t i
+    cdef const unsigned char* b = <const unsigned char*>d
     if s >= e:
         return _BAD
     for i in range(s, e):
-        c = PyUnicode_READ(kind, d, i)
+        if kind == 1:  # Latin-1 / ASCII: read the byte directly
+            c = b[i]
+        else:
+            c = PyUnicode_READ(kind, d, i)
         if c < 48 or c > 57:
             return _BAD
         digit = c - 48
         if not over:
-            if v > (_U64_MAX - digit) // 10:
+            # v * 10 + digit > 18446744073709551615 without a division
+            if v > 1844674407370955161ULL or (v == 1844674407370955161ULL and digit > 5):
                 over = True
             else:
                 v = v * 10 + digit
@@ -76,23 +79,25 @@ def parse_jsack(reply):
     cdef Py_ssize_t dots[_MAX_DOTS]
     cdef Py_ssize_t ndots = 0
     cdef Py_ssize_t i = 0
-    cdef const char* q
+    cdef const unsigned char* b
     cdef Py_ssize_t ntoks, base, s0, e0, s1, e1
     # Find up to 11 dots: enough to delimit 11 tokens and tell 9, 10 and 11+ apart.
     if kind == 1:
-        while ndots < _MAX_DOTS and i < n:
-            q = <const char*>memchr(<const char*>d + i, 46, <size_t>(n - i))
-            if q == NULL:
-                break
-            i = q - <const char*>d
-            dots[ndots] = i
-            ndots += 1
+        b = <const unsigned char*>d
+        while i < n:
+            if b[i] == 46:
+                dots[ndots] = i
+                ndots += 1
+                if ndots == _MAX_DOTS:
+                    break
             i += 1
     else:
-        while ndots < _MAX_DOTS and i < n:
+        while i < n:
             if PyUnicode_READ(kind, d, i) == 46:
                 dots[ndots] = i
                 ndots += 1
+                if ndots == _MAX_DOTS:
+                    break
             i += 1
     ntoks = ndots + 1  # exact when ndots < 11; "12 or more" otherwise
     if (

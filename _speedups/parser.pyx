@@ -9,7 +9,28 @@ object per token), and the frame tuple is built directly.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.string cimport memchr
+from libc.string cimport memchr, memcmp, memcpy
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* First index in [i, end) of a byte <= 0x20, looking 8 bytes at a time; the
+       caller re-checks byte by byte from there (only 6 of those bytes are
+       whitespace, so this only skips ahead: it never decides a token end). */
+    static inline Py_ssize_t jsc_skip_to_low(const unsigned char *p, Py_ssize_t i,
+                                              Py_ssize_t end) {
+        while (i + 8 <= end) {
+            uint64_t x;
+            memcpy(&x, p + i, 8);
+            if ((x - 0x2121212121212121ULL) & ~x & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        return i;
+    }
+    """
+    Py_ssize_t jsc_skip_to_low(const unsigned char* p, Py_ssize_t i, Py_ssize_t end) nogil
 
 from jsclient.errors import ProtocolError
 
@@ -30,6 +51,7 @@ MAX_PAYLOAD = 64 * 1024 * 1024
 cdef enum:
     _MAX_DIGITS = 18
     _MAX_TOKENS = 8
+    _SUBJ_CACHE = 64
 
 cdef Py_ssize_t _MAX_INFO = 1024 * 1024
 
@@ -95,8 +117,14 @@ cdef class Parser:
     cdef Py_ssize_t _need
     cdef public Py_ssize_t max_control_line
     cdef public long long max_payload
+    # The last subject decoded, reused while subjects repeat (they usually do).
+    cdef str _subj
+    cdef Py_ssize_t _subj_len
+    cdef unsigned char _subj_raw[_SUBJ_CACHE]
 
     def __cinit__(self, *args, **kwargs):
+        self._subj = None
+        self._subj_len = -1
         self._chunks = []
         self._have = 0
         self._need = 0
@@ -159,6 +187,7 @@ cdef class Parser:
         cdef bint hmsg
         cdef Py_ssize_t rep_s, rep_l
         cdef object header
+        cdef str subject
         while pos < n:
             # data.find(b"\r\n", pos)
             end = -1
@@ -204,6 +233,7 @@ cdef class Parser:
                     if i >= end:
                         break
                     start = i
+                    i = jsc_skip_to_low(p, i, end)
                     while i < end and not _ws(p[i]):
                         i += 1
                     if ntok < _MAX_TOKENS:
@@ -252,6 +282,18 @@ cdef class Parser:
                     return pos
                 if p[stop] != 13 or p[stop + 1] != 10:
                     raise ProtocolError("nats: protocol error: payload not followed by CRLF")
+                q = p + ts[1]
+                if (
+                    tl[1] == self._subj_len
+                    and memcmp(q, self._subj_raw, <size_t>tl[1]) == 0
+                ):
+                    subject = self._subj
+                else:
+                    subject = _text(q, tl[1])
+                    if tl[1] <= _SUBJ_CACHE:
+                        memcpy(self._subj_raw, q, <size_t>tl[1])
+                        self._subj_len = tl[1]
+                        self._subj = subject
                 if hmsg:
                     header = PyBytes_FromStringAndSize(<char*>p + start, <Py_ssize_t>hdr)
                 else:
@@ -260,7 +302,7 @@ cdef class Parser:
                     (
                         OP_MSG,
                         sid,
-                        _text(p + ts[1], tl[1]),
+                        subject,
                         _text(p + rep_s, rep_l),
                         header,
                         PyBytes_FromStringAndSize(

@@ -69,8 +69,9 @@ cdef enum:
     _NO_RESPONDERS = 9
     _UNKNOWN = 10
 
-cdef unsigned long long _U64_MAX = 18446744073709551615ULL
 cdef str _EMPTY = ""
+# Status codes as Python ints, made once: 404, 408... are above the small-int cache.
+cdef tuple _CODES = tuple(range(1000))
 
 
 cdef inline bint _blank(unsigned char c) noexcept nogil:
@@ -139,8 +140,8 @@ def status_of(header):
     while e > s and _ws(p[e - 1]):
         e -= 1
     if s == e:
-        return (code, _EMPTY)
-    return (code, PyUnicode_DecodeUTF8(<char*>p + s, e - s, "replace"))
+        return (_CODES[code], _EMPTY)
+    return (_CODES[code], PyUnicode_DecodeUTF8(<char*>p + s, e - s, "replace"))
 
 
 cdef bint _ieq(str text, const char* word, Py_ssize_t wn, bint prefix):
@@ -224,7 +225,8 @@ cdef object _u64_or_minus_one(const unsigned char* p, Py_ssize_t s, Py_ssize_t e
             return -1
         digit = p[i] - 48
         if not over:
-            if v > (_U64_MAX - digit) // 10:
+            # v * 10 + digit > 18446744073709551615 without a division
+            if v > 1844674407370955161ULL or (v == 1844674407370955161ULL and digit > 5):
                 over = True
             else:
                 v = v * 10 + digit

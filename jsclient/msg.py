@@ -56,45 +56,20 @@ class MsgMetadata:
         return datetime.fromtimestamp(secs, UTC).replace(microsecond=ns // 1000)
 
 
-class Msg:
-    """A message received from (or to be published to) NATS."""
+if TYPE_CHECKING:
+    from jsclient.protocol.msgtype import MsgBase
+else:
+    MsgBase = _impl.msgtype.MsgBase
 
-    __slots__ = (
-        "_ackd",
-        "_client",
-        "_hdr",
-        "_headers",
-        "_meta",
-        "_size",
-        "data",
-        "reply",
-        "sid",
-        "subject",
-    )
 
-    _headers: dict[str, str] | None
-    _meta: MsgMetadata
-    _ackd: int
+class Msg(MsgBase):
+    """A message received from (or to be published to) NATS.
 
-    def __init__(
-        self,
-        client: Client | None,
-        subject: str,
-        reply: str,
-        data: bytes,
-        hdr: bytes | None = None,
-        size: int = -1,
-        sid: int = 0,
-    ) -> None:
-        # Built per inbound message on the reader thread: only the wire fields
-        # are set here; _headers, _meta and _ackd are set on first use.
-        self._client = client
-        self.subject = subject
-        self.reply = reply
-        self.data = data
-        self._hdr = hdr
-        self._size = size
-        self.sid = sid
+    Fields (``subject``, ``reply``, ``data``, ...) live in ``MsgBase``, whose
+    Cython twin makes building one per inbound message a single C call.
+    """
+
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return f"<Msg subject={self.subject!r} reply={self.reply!r} data={self.data[:32]!r}...>"
@@ -104,11 +79,9 @@ class Msg:
     @property
     def headers(self) -> dict[str, str] | None:
         """Header names to their first value; ``Status``/``Description`` for status lines."""
-        try:
-            return self._headers
-        except AttributeError:
-            self._headers = _headers.to_dict(self._hdr) if self._hdr is not None else None
-            return self._headers
+        if self._headers is None and self._hdr is not None:
+            self._headers = _headers.to_dict(self._hdr)
+        return self._headers
 
     @headers.setter
     def headers(self, value: dict[str, str] | None) -> None:
@@ -147,19 +120,17 @@ class Msg:
     @property
     def metadata(self) -> MsgMetadata:
         """Delivery metadata from the ``$JS.ACK`` reply; raises NotJSMessageError otherwise."""
-        try:
-            return self._meta
-        except AttributeError:
-            pass
+        meta: MsgMetadata | None = self._meta
+        if meta is not None:
+            return meta
         if not self.reply:
             raise errors.NotJSMessageError()
         stream, consumer, delivered, sseq, cseq, ts, pending, domain = _impl.jsack.parse_jsack(
             self.reply
         )
-        self._meta = MsgMetadata(
-            SequencePair(sseq, cseq), delivered, pending, ts, stream, consumer, domain
-        )
-        return self._meta
+        meta = MsgMetadata(SequencePair(sseq, cseq), delivered, pending, ts, stream, consumer, domain)
+        self._meta = meta
+        return meta
 
     def respond(self, payload: bytes = b"", headers: dict[str, str] | None = None) -> None:
         """Publish a reply to this message's reply subject."""
@@ -206,10 +177,8 @@ class Msg:
         return self._ack_state() == ACK_DONE
 
     def _ack_state(self) -> int:
-        try:
-            return self._ackd
-        except AttributeError:
-            return ACK_NOT_YET
+        state: int = self._ackd
+        return state
 
     def _send_ack(self, body: bytes) -> None:
         if self._ack_state() != ACK_NOT_YET:

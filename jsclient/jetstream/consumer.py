@@ -6,11 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jsclient.api import ConsumerInfo
-
-try:
-    from jsclient.jetstream.pull import PullConsumerMixin
-except ImportError:  # pragma: no cover - the pull engine is written alongside this module
-    PullConsumerMixin = object  # type: ignore[assignment,misc]
+from jsclient.jetstream.pull import PullConsumerMixin
 
 if TYPE_CHECKING:
     from jsclient.jetstream.context import JetStream

@@ -36,6 +36,7 @@ from jsclient.jetstream.stream import Stream
 
 if TYPE_CHECKING:
     from jsclient.client import Client
+    from jsclient.jetstream.ordered import OrderedConsumer
     from jsclient.msg import Msg
     from jsclient.protocol.headers import HeadersIn
 
@@ -46,6 +47,8 @@ DEFAULT_PREFIX = "$JS.API"
 #: defaults), inside the publish's total timeout.
 PUBLISH_RETRY_ATTEMPTS = 2
 PUBLISH_RETRY_WAIT = 0.25
+
+_PUBACK_FIELDS = frozenset({"stream", "seq", "domain", "duplicate", "val"})
 
 _MSG_ID = "Nats-Msg-Id"
 _EXPECTED_STREAM = "Nats-Expected-Stream"
@@ -86,8 +89,17 @@ class JetStream:
         self._stall_wait = float(publish_async_stall_wait)
         self._nuid = NUID()
         self._nuid_lock = threading.Lock()
-        # Async publish state; one lock, two conditions so that waking a
-        # stalled publisher never wakes a publish_async_complete() instead.
+        # Async publish state. Publishers serialise on _pub_lock (check the
+        # window, then add), so the window is never exceeded; the reader thread
+        # removes acks without any lock, so the publisher and the reader do not
+        # contend on every message. Only a stalled publisher or a
+        # publish_async_complete() waits, on a condition of _lock: each first
+        # counts itself (_stalled, _completers) and then re-checks the set,
+        # while a completion first removes from the set and then reads the
+        # counts, so one of the two always sees the other and no wakeup is
+        # lost. Two conditions, so waking a publisher never wakes a completer
+        # instead.
+        self._pub_lock = threading.Lock()
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
         self._empty = threading.Condition(self._lock)
@@ -270,11 +282,11 @@ class JetStream:
         check_stream_name(stream)
         yield from self._paged(f"CONSUMER.NAMES.{stream}", "consumers", {})
 
-    def ordered_consumer(self, stream: str, **options: Any) -> Any:
+    def ordered_consumer(self, stream: str, **options: Any) -> OrderedConsumer:
         """An ordered consumer on ``stream`` (see :mod:`jsclient.jetstream.ordered`)."""
-        from jsclient.jetstream import ordered
+        from jsclient.jetstream.ordered import OrderedConsumer
 
-        return ordered.OrderedConsumer(self, stream, **options)
+        return OrderedConsumer(self, stream, **options)
 
     def account_info(self) -> AccountInfo:
         """Usage and limits of this account's JetStream."""
@@ -370,7 +382,7 @@ class JetStream:
         if not self._listening:
             self._listen()
         ack = _AsyncPub(self, subject, payload, hdrs)
-        with self._lock:
+        with self._pub_lock:
             if 0 < self._max_pending <= len(self._pending):
                 self._wait_for_room()
             self._pending.add(ack)
@@ -383,8 +395,8 @@ class JetStream:
             self._forget(ack)
             raise
         ack.token = token
-        if ack.fut.done():
-            # Failed (disconnect, timeout) before the token was known.
+        if ack.done:
+            # Failed (disconnect, timeout) before the token was set; see _abandon.
             client._cancel_request(token)
         return ack.fut
 
@@ -396,31 +408,34 @@ class JetStream:
     def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish made so far is acked or failed (TimeoutError)."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        pending = self._pending
         with self._lock:
-            while self._pending:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise errors.TimeoutError(
-                        f"nats: {len(self._pending)} async publishes still pending"
-                    )
-                self._completers += 1
-                try:
+            self._completers += 1
+            try:
+                while pending:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise errors.TimeoutError(
+                            f"nats: {len(pending)} async publishes still pending"
+                        )
                     self._empty.wait(left)
-                finally:
-                    self._completers -= 1
+            finally:
+                self._completers -= 1
 
     # -- async publish internals ---------------------------------------------
 
     def _wait_for_room(self) -> None:
-        # Called with self._lock held and the window full.
+        # Called with _pub_lock held after seeing the window full.
         deadline = time.monotonic() + self._stall_wait
-        while len(self._pending) >= self._max_pending:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise errors.TooManyStalledMsgsError()
+        pending = self._pending
+        with self._lock:
             self._stalled += 1
             try:
-                self._room.wait(left)
+                while len(pending) >= self._max_pending:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise errors.TooManyStalledMsgsError()
+                    self._room.wait(left)
             finally:
                 self._stalled -= 1
 
@@ -433,7 +448,7 @@ class JetStream:
         if not data:
             st = msg.status
             if st is not None and st[0] == 503:
-                if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack.fut.done():
+                if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack.done:
                     ack.retries += 1
                     ack.token = None
                     self._client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
@@ -455,7 +470,7 @@ class JetStream:
 
     def _resend(self, ack: _AsyncPub) -> None:
         # Timer thread: retry after a 503 with a fresh reply token.
-        if ack.fut.done():
+        if ack.done:
             return
         client = self._client
         try:
@@ -464,11 +479,11 @@ class JetStream:
             self._finish(ack, None, exc)
             return
         ack.token = token
-        if ack.fut.done():
+        if ack.done:
             client._cancel_request(token)
 
     def _ack_timed_out(self, ack: _AsyncPub) -> None:
-        if not ack.fut.done():
+        if not ack.done:
             self._abandon(
                 ack,
                 errors.TimeoutError(f"nats: timeout waiting for the publish ack on {ack.subject}"),
@@ -476,14 +491,17 @@ class JetStream:
 
     def _abandon(self, ack: _AsyncPub, exc: BaseException) -> None:
         """Fail a pending publish whose reply will not be awaited any more."""
-        token = ack.token
-        if token is not None:
-            self._client._cancel_request(token)
-        self._finish(ack, None, exc)
+        if self._finish(ack, None, exc):
+            # Read the token only after ``done`` is set: the publisher sets the
+            # token and then reads ``done``, so one of the two cancels it.
+            token = ack.token
+            if token is not None:
+                self._client._cancel_request(token)
 
-    def _finish(self, ack: _AsyncPub, result: PubAck | None, exc: BaseException | None) -> None:
-        # The first completer wins; set_result/set_exception refuse a done future
-        # (and the future cannot be cancelled: it was marked running).
+    def _finish(self, ack: _AsyncPub, result: PubAck | None, exc: BaseException | None) -> bool:
+        """Complete the future unless another path did first; True if this call did."""
+        # set_result/set_exception refuse a done future (and ours cannot be
+        # cancelled), so exactly one of reply, timeout and disconnect wins.
         fut = ack.fut
         try:
             if exc is None:
@@ -491,20 +509,23 @@ class JetStream:
             else:
                 fut.set_exception(exc)
         except InvalidStateError:
-            return
+            return False
+        ack.done = True
         timer = ack.timer
         if timer is not None:
             timer.cancel()
         self._forget(ack)
+        return True
 
     def _forget(self, ack: _AsyncPub) -> None:
-        with self._lock:
-            pending = self._pending
-            pending.discard(ack)
-            if self._stalled:
-                self._room.notify()
-            if self._completers and not pending:
-                self._empty.notify_all()
+        pending = self._pending
+        pending.discard(ack)
+        if self._stalled or self._completers:
+            with self._lock:
+                if self._stalled:
+                    self._room.notify()
+                if self._completers and not pending:
+                    self._empty.notify_all()
 
     def _listen(self) -> None:
         # A weak reference: the client's listener list must not keep every
@@ -528,16 +549,23 @@ class JetStream:
         client._add_listener(on_event)
 
     def _fail_pending(self, exc_type: Callable[[], BaseException]) -> None:
-        with self._lock:
-            acks = list(self._pending)
+        # A copy, not under _pub_lock: a stalled publisher holds that lock.
+        acks = self._pending.copy()
         for ack in acks:
             self._abandon(ack, exc_type())
+
+
+class _PubFuture(Future[PubAck]):
+    """A publish's future; it cannot be cancelled (that would leak its window slot)."""
+
+    def cancel(self) -> bool:
+        return False
 
 
 class _AsyncPub:
     """One async publish waiting for its ack; called with the reply on the reader thread."""
 
-    __slots__ = ("fut", "headers", "js", "payload", "retries", "subject", "timer", "token")
+    __slots__ = ("done", "fut", "headers", "js", "payload", "retries", "subject", "timer", "token")
 
     def __init__(
         self, js: JetStream, subject: str, payload: bytes, headers: HeadersIn | None
@@ -546,12 +574,11 @@ class _AsyncPub:
         self.subject = subject
         self.payload = payload
         self.headers = headers
-        fut: Future[PubAck] = Future()
-        fut.set_running_or_notify_cancel()
-        self.fut = fut
+        self.fut: Future[PubAck] = _PubFuture()
         self.token: str | None = None
         self.timer: TimerHandle | None = None
         self.retries = 0
+        self.done = False
 
     def __call__(self, msg: Msg | None) -> None:
         self.js._on_reply(self, msg)
@@ -589,7 +616,12 @@ def _parse_pub_ack(data: bytes) -> PubAck:
         raise errors.JetStreamError(
             f"nats: JetStream publish response names no stream: {data[:80]!r}"
         )
-    return PubAck.from_response(resp)
+    if resp.keys() <= _PUBACK_FIELDS:
+        # The usual {"stream", "seq"[, "duplicate", "domain"]}: skip from_response's
+        # per-call dataclass field scan (this runs on the reader thread per ack).
+        return PubAck(**resp)
+    pub_ack: PubAck = PubAck.from_response(resp)
+    return pub_ack
 
 
 def _pub_headers(

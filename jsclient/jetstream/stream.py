@@ -23,6 +23,7 @@ from jsclient.protocol import headers as _headers
 if TYPE_CHECKING:
     from jsclient.jetstream.consumer import Consumer
     from jsclient.jetstream.context import JetStream
+    from jsclient.jetstream.ordered import OrderedConsumer
 
 # Headers the server adds to a direct-get answer; they describe the stored
 # message rather than belong to it.
@@ -188,7 +189,7 @@ class Stream:
         """Delete a consumer of this stream."""
         self._js.delete_consumer(self.name, name)
 
-    def ordered_consumer(self, **options: Any) -> Any:
+    def ordered_consumer(self, **options: Any) -> OrderedConsumer:
         """``js.ordered_consumer`` on this stream."""
         return self._js.ordered_consumer(self.name, **options)
 

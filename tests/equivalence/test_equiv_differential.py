@@ -10,6 +10,7 @@ points (every point, for small inputs).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -515,3 +516,51 @@ def test_public_names_match(both: Pair) -> None:
                 assert a == b, (name, n)
             elif isinstance(a, type) and issubclass(a, BaseException):
                 assert a is b, (name, n)
+
+
+def _params(fn: Any) -> list[str]:
+    return [p for p in inspect.signature(fn).parameters if p != "self"]
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("parser", "Parser.feed"),
+        ("parser", "Parser.reset"),
+        ("jsack", "parse_jsack"),
+        ("status", "status_of"),
+        ("status", "classify"),
+        ("status", "js_headers"),
+        ("status", "header_value"),
+        ("sizes", "msg_size"),
+        ("sizes", "PendingCounter.on_message"),
+        ("sizes", "PendingCounter.on_status"),
+        ("sizes", "PendingCounter.next_pull"),
+        ("sizes", "PendingCounter.reset"),
+    ],
+)
+def test_parameter_names_match(both: Pair, module: str, name: str) -> None:
+    # callers may pass any argument by keyword, so the names are part of the interface
+    fns = []
+    for ns in both:
+        obj: Any = getattr(ns, module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        fns.append(obj)
+    assert _params(fns[0]) == _params(fns[1])
+
+
+def test_constructor_keywords(both: Pair) -> None:
+    # extension types expose no signature for __init__: call both by keyword instead
+    for ns in both:
+        p = ns.parser.Parser(max_control_line=10, max_payload=20)
+        assert (p.max_control_line, p.max_payload) == (10, 20)
+        c = ns.sizes.PendingCounter(
+            max_messages=4, max_bytes=3, threshold_messages=2, threshold_bytes=1
+        )
+        assert (c.max_messages, c.max_bytes, c.threshold_messages, c.threshold_bytes) == (
+            4,
+            3,
+            2,
+            1,
+        )

@@ -89,6 +89,21 @@ PARSER = [
         [JS_FRAME[:-10], JS_FRAME[-10:-1], JS_FRAME[-1:]],
         [JS_EVENT],
     ),
+    ParserVector(
+        "subjects-same-length",
+        [b"MSG a.b 1 0\r\n\r\nMSG a.c 1 0\r\n\r\nMSG a.c 1 0\r\n\r\nMSG a.\xff 1 0\r\n\r\n"],
+        [
+            (0, 1, "a.b", "", None, b"", 3),
+            (0, 1, "a.c", "", None, b"", 3),
+            (0, 1, "a.c", "", None, b"", 3),
+            (0, 1, "a.\udcff", "", None, b"", 3),
+        ],
+    ),
+    ParserVector(
+        "long-subjects",
+        [b"MSG " + b"s" * 100 + b" 1 0\r\n\r\nMSG " + b"s" * 99 + b"t 1 0\r\n\r\n"],
+        [(0, 1, "s" * 100, "", None, b"", 100), (0, 1, "s" * 99 + "t", "", None, b"", 100)],
+    ),
     ParserVector("split-crlf", [b"PING\r", b"\nPONG\r\n"], [(1,), (2,)]),
     ParserVector("partial-kept", [b"PING\r\nPO"], [(1,)], buffered=2),
     ParserVector(

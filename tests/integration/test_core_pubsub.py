@@ -650,3 +650,30 @@ def test_servers_list_and_connect_with_list(
 def test_connect_rejects_unknown_options(nats_server: NatsServer) -> None:
     with pytest.raises(TypeError):
         jsclient.connect(nats_server.url, no_such_option=True)
+
+
+def test_concurrent_publishers_keep_per_thread_order(
+    nats_server: NatsServer, core_connect: CoreConnect, core_wait_for: CoreWaitFor
+) -> None:
+    nc = core_connect(nats_server.url)
+    sub_nc = core_connect(nats_server.url)
+    sub = sub_nc.subscribe("conc.pub")
+    sub_nc.flush()
+    n_threads, per_thread = 8, 500
+
+    def worker(tid: int) -> None:
+        for i in range(per_thread):
+            nc.publish("conc.pub", b"%d:%d" % (tid, i))
+
+    threads = [threading.Thread(target=worker, args=(t,), daemon=True) for t in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    nc.flush(timeout=5)
+    by_thread: dict[int, list[int]] = {t: [] for t in range(n_threads)}
+    for _ in range(n_threads * per_thread):
+        tid, i = sub.next_msg(timeout=5).data.split(b":")
+        by_thread[int(tid)].append(int(i))
+    assert all(v == list(range(per_thread)) for v in by_thread.values())
+    assert nc.stats["out_msgs"] == n_threads * per_thread

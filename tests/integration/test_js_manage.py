@@ -430,3 +430,21 @@ def test_concurrent_management(js: JetStream) -> None:
         t.join(30)
     assert not failures
     assert len(list(js.stream_names())) == 80
+
+
+def test_consumer_handles_pull(js: JetStream) -> None:
+    # The handles carry what the pull engine needs (a smoke test of the wiring).
+    stream = js.create_stream(name="S", subjects=["s.>"], storage="memory")
+    js.publish("s.a", b"1")
+    js.publish("s.b", b"2")
+    c = stream.create_consumer(durable_name="c")
+    got = list(c.fetch(2, expires=2.0))
+    assert [m.data for m in got] == [b"1", b"2"]
+    for m in got:
+        m.ack_sync()
+    assert c.info().num_ack_pending == 0
+
+    oc = stream.ordered_consumer()
+    assert type(oc).__name__ == "OrderedConsumer"
+    assert [m.data for m in oc.fetch(2, expires=2.0)] == [b"1", b"2"]
+    assert js.ordered_consumer("S", filter_subjects="s.b").next(timeout=5).data == b"2"

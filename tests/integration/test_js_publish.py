@@ -315,14 +315,16 @@ def test_publish_async_across_restart(nats_server: NatsServer) -> None:
             stop.set()
             t.join(10)
         assert not failures
+        assert nc.stats["reconnects"] >= 1
         js.publish_async_complete(timeout=15)
-        done, not_done = wait(futs, timeout=1)
+        _, not_done = wait(futs, timeout=1)
         assert not not_done
         ok = [f for f in futs if f.exception() is None]
         lost = [f for f in futs if f.exception() is not None]
         assert ok
         for f in lost:
             assert isinstance(f.exception(), errors.PublishDisconnectedError), f.exception()
+        print(f"restart: {len(ok)} acked, {len(lost)} failed with PublishDisconnectedError")
         stored = js.stream("R").info().state.messages
         assert stored >= len(ok)
         after = js.publish("r.after", b"x", timeout=10)

@@ -1,0 +1,548 @@
+"""Ordered consumer (ADR-17 / ADR-37): every message of a stream once, in order, self-healing.
+
+The server-side consumer is an ephemeral pull consumer with ack policy none, memory
+storage, one replica and an inactive threshold (5 min by default), named
+``<name_prefix>_<serial>``. The client checks that each message's consumer
+sequence is one past the previous one. On a gap, a missed heartbeat, a deleted
+consumer or no responders it *resets*: a new consumer (next serial) starts at
+the last delivered stream sequence + 1, retried with backoff from 1 s doubling
+to 10 s (``max_reset_attempts`` bounds the attempts; ``None`` retries forever),
+and the old one is deleted in the background. Messages of an old instance are
+recognised by the consumer name in their ack subject and dropped.
+
+``fetch``/``next`` reset in the caller's thread before pulling; ``consume`` and
+``messages`` reset on a helper thread (``jsclient-ordered-reset-<prefix>``)
+while their dispatcher or iterator keeps waiting on the same queue. One
+operation at a time: a second ``consume``/``messages`` while one runs raises
+:class:`OrderedConsumerBusyError`; a fetch started while an earlier batch is not
+fully read resets first (the unread rest of that batch is dropped, never
+delivered out of order).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jsclient import _impl, errors
+from jsclient._threads import log
+from jsclient.api import ConsumerInfo
+from jsclient.jetstream._pull_engine import (
+    NO_RESPONDERS,
+    TERMINAL,
+    Engine,
+    Feed,
+    FetchBatch,
+    PullOptions,
+    Terminal,
+    continuous_options,
+    fetch_heartbeat,
+    positive_int,
+)
+from jsclient.jetstream.pull import ConsumeContext, ErrorCallback, MessagesContext, SourceFactory
+from jsclient.msg import Msg
+
+if TYPE_CHECKING:
+    from jsclient.jetstream.context import JetStream
+
+__all__ = ["OrderedConsumer", "OrderedConsumerBusyError"]
+
+_parse_jsack = _impl.jsack.parse_jsack
+_RESET_FAILED = 10
+_BACKOFF_FIRST = 1.0
+_BACKOFF_MAX = 10.0
+
+
+class OrderedConsumerBusyError(errors.JetStreamError):
+    """A consume or messages iterator is already running on this ordered consumer."""
+
+    default_message = "nats: ordered consumer already has a consume or messages in progress"
+
+
+def _value(v: Any) -> Any:
+    return getattr(v, "value", v)
+
+
+class OrderedConsumer:
+    """An ordered view of a stream with the pull API of a consumer."""
+
+    def __init__(
+        self,
+        js: JetStream,
+        stream: str,
+        *,
+        filter_subjects: str | list[str] | None = None,
+        deliver_policy: Any = None,
+        opt_start_seq: int | None = None,
+        opt_start_time: _dt.datetime | str | None = None,
+        replay_policy: Any = None,
+        inactive_threshold: float = 300.0,
+        headers_only: bool | None = None,
+        name_prefix: str | None = None,
+        max_reset_attempts: int | None = None,
+    ) -> None:
+        if isinstance(filter_subjects, str):
+            filter_subjects = [filter_subjects]
+        if max_reset_attempts is not None and max_reset_attempts < 1:
+            raise ValueError("max_reset_attempts must be at least 1 (None: unlimited)")
+        self._js = js
+        self.stream_name = stream
+        self._filters = list(filter_subjects or [])
+        self._deliver_policy = _value(deliver_policy) if deliver_policy is not None else None
+        self._opt_start_seq = opt_start_seq
+        self._opt_start_time = opt_start_time
+        self._replay_policy = _value(replay_policy) if replay_policy is not None else None
+        self._inactive_threshold = inactive_threshold
+        self._headers_only = headers_only
+        self._prefix = name_prefix or js._new_name()
+        self._max_reset_attempts = max_reset_attempts
+        self._serial = 0
+        self._last_sseq = 0  # stream sequence of the last message handed to the user
+        self._last_cseq = 0  # consumer sequence of it, within the current instance
+        self._lock = threading.Lock()
+        self._busy = False  # a consume/messages is running
+        self._batch: _OrderedBatch | None = None
+        self._needs_reset = False
+        self._engine: Engine | None = None
+        self._cached_info: ConsumerInfo | None = None
+        self._create()
+
+    def __repr__(self) -> str:
+        return f"<OrderedConsumer {self.stream_name!r}/{self.name!r}>"
+
+    # -- server-side consumer -------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """Name of the current server-side consumer (changes on every reset)."""
+        return f"{self._prefix}_{self._serial}"
+
+    @property
+    def cached_info(self) -> ConsumerInfo | None:
+        return self._cached_info
+
+    def info(self) -> ConsumerInfo:
+        """Current info of the server-side consumer."""
+        resp = self._js._api_request(f"CONSUMER.INFO.{self.stream_name}.{self.name}")
+        self._cached_info = ConsumerInfo.from_response(resp)
+        return self._cached_info
+
+    def _config(self, name: str) -> dict[str, Any]:
+        cfg: dict[str, Any] = {
+            "name": name,
+            "ack_policy": "none",
+            "max_deliver": -1,
+            "inactive_threshold": int(self._inactive_threshold * 1e9),
+            "num_replicas": 1,
+            "mem_storage": True,
+        }
+        if self._last_sseq > 0:
+            cfg["deliver_policy"] = "by_start_sequence"
+            cfg["opt_start_seq"] = self._last_sseq + 1
+        else:
+            if self._deliver_policy is not None:
+                cfg["deliver_policy"] = self._deliver_policy
+            if self._opt_start_seq is not None:
+                cfg["opt_start_seq"] = self._opt_start_seq
+            start = self._opt_start_time
+            if start is not None:
+                if isinstance(start, _dt.datetime):
+                    start = start.astimezone(_dt.UTC).isoformat().replace("+00:00", "Z")
+                cfg["opt_start_time"] = start
+        if self._replay_policy is not None:
+            cfg["replay_policy"] = self._replay_policy
+        if self._headers_only:
+            cfg["headers_only"] = True
+        if len(self._filters) == 1:
+            cfg["filter_subject"] = self._filters[0]
+        elif self._filters:
+            cfg["filter_subjects"] = self._filters
+        return cfg
+
+    def _create(self) -> Engine:
+        """Create the next server-side consumer; the old one is deleted in the background."""
+        with self._lock:
+            old = self._engine
+            serial = self._serial + 1
+            name = f"{self._prefix}_{serial}"
+            cfg = self._config(name)
+            req = {"stream_name": self.stream_name, "config": cfg, "action": "create"}
+            resp = self._js._api_request(f"CONSUMER.CREATE.{self.stream_name}.{name}", req)
+            self._cached_info = ConsumerInfo.from_response(resp)
+            self._serial = serial
+            self._last_cseq = 0
+            engine = Engine(self._js, self.stream_name, name, ack_none=True)
+            self._engine = engine
+            self._needs_reset = False
+        if old is not None:
+            old.close()
+            threading.Thread(
+                target=self._delete_quietly,
+                args=(old.name,),
+                name=f"jsclient-ordered-delete-{old.name}",
+                daemon=True,
+            ).start()
+        return engine
+
+    def _delete_quietly(self, name: str) -> None:
+        try:
+            self._js._api_request(f"CONSUMER.DELETE.{self.stream_name}.{name}")
+        except errors.Error as exc:  # gone already, or the server is away: it expires anyway
+            log.debug("jsclient: deleting replaced ordered consumer %s: %s", name, exc)
+
+    def _reset(self, wake: threading.Event | None = None) -> Engine:
+        """Recreate with backoff; raises the last error after ``max_reset_attempts``."""
+        delay = _BACKOFF_FIRST
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self._create()
+            except errors.Error as exc:
+                limit = self._max_reset_attempts
+                if limit is not None and attempt >= limit:
+                    raise
+                log.debug("jsclient: ordered consumer reset attempt %d failed: %s", attempt, exc)
+            if wake is not None:
+                if wake.wait(delay):
+                    raise _Stopped()
+            else:
+                threading.Event().wait(delay)
+            delay = min(delay * 2, _BACKOFF_MAX)
+
+    def delete(self) -> None:
+        """Delete the current server-side consumer."""
+        self._js.delete_consumer(self.stream_name, self.name)
+
+    # -- ordering ------------------------------------------------------------
+
+    def _check(self, msg: Msg) -> bool | None:
+        """True: in order (recorded); False: a gap (reset needed); None: an old instance's."""
+        consumer, cseq, sseq = _order_fields(msg.reply)
+        if consumer != self.name:
+            return None
+        if cseq != self._last_cseq + 1:
+            return False
+        self._last_cseq = cseq
+        self._last_sseq = sseq
+        return True
+
+    # -- fetch / next ----------------------------------------------------------
+
+    def _ready_engine(self) -> Engine:
+        if self._busy:
+            raise OrderedConsumerBusyError()
+        batch = self._batch
+        if batch is not None and not batch.done:
+            batch.abandon()
+            self._needs_reset = True
+        if self._needs_reset or self._engine is None:
+            return self._reset()
+        return self._engine
+
+    def fetch(
+        self, max_messages: int = 100, *, expires: float = 30.0, heartbeat: float | None = None
+    ) -> _OrderedBatch:
+        """Up to ``max_messages`` in order (see ``Consumer.fetch``)."""
+        n = positive_int("max_messages", max_messages)
+        hb = fetch_heartbeat(expires, heartbeat)
+        return self._start_batch(lambda e: FetchBatch(e, n, 0, expires, hb))
+
+    def fetch_bytes(
+        self, max_bytes: int, *, expires: float = 30.0, heartbeat: float | None = None
+    ) -> _OrderedBatch:
+        limit = positive_int("max_bytes", max_bytes)
+        hb = fetch_heartbeat(expires, heartbeat)
+        return self._start_batch(lambda e: FetchBatch(e, 1_000_000, limit, expires, hb))
+
+    def fetch_no_wait(self, max_messages: int = 100) -> _OrderedBatch:
+        n = positive_int("max_messages", max_messages)
+        return self._start_batch(lambda e: FetchBatch(e, n, 0, 0.0, 0.0, True))
+
+    def _start_batch(self, make: Callable[[Engine], FetchBatch]) -> _OrderedBatch:
+        batch = _OrderedBatch(self, make, self._ready_engine())
+        self._batch = batch
+        return batch
+
+    def next(self, timeout: float | None = 30.0) -> Msg:
+        """The next message in order, or ``TimeoutError``."""
+        while True:
+            if timeout is not None and timeout <= 0:
+                batch = self.fetch_no_wait(1)
+            else:
+                batch = self.fetch(1, expires=30.0 if timeout is None else timeout)
+            for msg in batch:
+                return msg
+            if batch.error is not None:
+                raise batch.error
+            if timeout is not None:
+                raise errors.TimeoutError()
+
+    # -- consume / messages ----------------------------------------------------
+
+    def _source_factory(self, opts: PullOptions) -> SourceFactory:
+        with self._lock:
+            if self._busy:
+                raise OrderedConsumerBusyError()
+            self._busy = True
+        batch = self._batch
+        if batch is not None and not batch.done:
+            batch.abandon()
+            self._needs_reset = True
+
+        def make(q: queue.SimpleQueue[Any], report: Callable[[BaseException], None]) -> Any:
+            return _OrderedSource(self, opts, q, report)
+
+        return make
+
+    def _release(self) -> None:
+        self._busy = False
+
+    def consume(
+        self,
+        callback: Callable[[Msg], Any],
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        expires: float = 30.0,
+        heartbeat: float | None = None,
+        threshold_messages: int | None = None,
+        threshold_bytes: int | None = None,
+        error_cb: ErrorCallback | None = None,
+    ) -> ConsumeContext:
+        """Like ``Consumer.consume``; resets keep the callback's stream in order."""
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        opts = continuous_options(
+            max_messages, max_bytes, expires, heartbeat, threshold_messages, threshold_bytes
+        )
+        make = self._source_factory(opts)
+        try:
+            return ConsumeContext(self._js._client, make, callback, error_cb, self._prefix)
+        except BaseException:
+            self._release()
+            raise
+
+    def messages(
+        self,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        expires: float = 30.0,
+        heartbeat: float | None = None,
+        threshold_messages: int | None = None,
+        threshold_bytes: int | None = None,
+        error_cb: ErrorCallback | None = None,
+        err_on_missing_heartbeat: bool = True,
+    ) -> MessagesContext:
+        """Like ``Consumer.messages``; resets keep the iterator in order."""
+        opts = continuous_options(
+            max_messages,
+            max_bytes,
+            expires,
+            heartbeat,
+            threshold_messages,
+            threshold_bytes,
+            None,
+            err_on_missing_heartbeat,
+        )
+        make = self._source_factory(opts)
+        try:
+            return MessagesContext(self._js._client, make, error_cb)
+        except BaseException:
+            self._release()
+            raise
+
+    def stats(self) -> dict[str, Any]:
+        """Pull accounting of the current server-side consumer (see ``Consumer.stats``)."""
+        engine = self._engine
+        if engine is None:
+            return Engine.idle_stats()
+        return engine.stats()
+
+
+def _order_fields(reply: str) -> tuple[str, int, int]:
+    try:
+        _stream, consumer, _dlv, sseq, cseq, _ts, _pending, _domain = _parse_jsack(reply)
+    except errors.Error:
+        return "", 0, 0
+    return consumer, cseq, sseq
+
+
+class _Stopped(Exception):
+    pass
+
+
+class _OrderedBatch:
+    """A fetch batch that checks order; a gap ends it early (the next fetch resets)."""
+
+    def __init__(
+        self, oc: OrderedConsumer, make: Callable[[Engine], FetchBatch], engine: Engine
+    ) -> None:
+        self._oc = oc
+        self._make = make
+        self._inner = make(engine)
+        self._yielded = 0
+        self._retried = False
+        self._done = False
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._inner.error
+
+    @property
+    def done(self) -> bool:
+        """True when nothing of this batch is left unread."""
+        return self._done or self._inner.drained()
+
+    def abandon(self) -> None:
+        self._done = True
+
+    def __iter__(self) -> _OrderedBatch:
+        return self
+
+    def __next__(self) -> Msg:
+        oc = self._oc
+        while not self._done:
+            try:
+                msg = next(self._inner)
+            except StopIteration:
+                err = self._inner.error
+                if isinstance(err, errors.ConsumerDeletedError | errors.NoRespondersError):
+                    # The consumer went away (deleted, inactive, server restarted).
+                    oc._needs_reset = True
+                    if not self._retried and self._yielded == 0:
+                        self._retried = True
+                        self._inner = self._make(oc._reset())
+                        continue
+                elif isinstance(err, errors.NoHeartbeatError):
+                    oc._needs_reset = True
+                self._done = True
+                break
+            verdict = oc._check(msg)
+            if verdict:
+                self._yielded += 1
+                return msg
+            if verdict is False:
+                oc._needs_reset = True
+                self._done = True
+        raise StopIteration
+
+
+class _OrderedFeed(Feed):
+    """A Feed whose lost consumer or missed heartbeat asks its source for a reset."""
+
+    def __init__(self, source: _OrderedSource, engine: Engine, opts: PullOptions) -> None:
+        super().__init__(engine, opts, source.q, source.report)
+        self.source = source
+
+    def on_status_error(self, kind: int, error: errors.Error) -> None:
+        if isinstance(error, errors.ConsumerDeletedError) or kind == NO_RESPONDERS:
+            self.source.reset()
+        elif kind == TERMINAL:
+            raise Terminal(error)
+        else:
+            self.report(error)
+
+    def on_missed_heartbeat(self) -> None:
+        self.source.reset()
+        if self.opts.err_on_missing_heartbeat:
+            raise errors.NoHeartbeatError()
+
+
+class _OrderedSource:
+    """The consume/messages source of an ordered consumer: one feed at a time, resets."""
+
+    def __init__(
+        self,
+        oc: OrderedConsumer,
+        opts: PullOptions,
+        q: queue.SimpleQueue[Any],
+        report: Callable[[BaseException], None],
+    ) -> None:
+        self.oc = oc
+        self.opts = opts
+        self.q = q
+        self.report = report
+        self.feed: _OrderedFeed | None = None
+        self.stopped = False
+        self.resetting = False
+        self._wake = threading.Event()
+
+    def start(self) -> None:
+        oc = self.oc
+        engine = oc._engine
+        if oc._needs_reset or engine is None:
+            self.reset()  # on the helper thread: with backoff, never blocking the caller
+            return
+        try:
+            self._start_feed(engine)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_feed(self, engine: Engine) -> None:
+        feed = _OrderedFeed(self, engine, self.opts)
+        self.feed = feed
+        feed.start()
+        if self.stopped:
+            feed.stop()
+
+    def process(self, item: Any) -> Msg | None:
+        feed = self.feed
+        if item.__class__ is Msg:
+            if feed is None or item.sid != feed.sid:
+                return None  # from a replaced consumer
+            msg = feed.process(item)
+            if msg is None:
+                return None
+            verdict = self.oc._check(msg)
+            if verdict:
+                return msg
+            if verdict is False:
+                self.reset()
+            return None
+        kind, origin = item
+        if kind == _RESET_FAILED:
+            raise Terminal(origin)
+        if feed is None or origin is not feed:
+            return None
+        return feed.process(item)
+
+    def reset(self) -> None:
+        """Replace the server-side consumer on a helper thread (consuming thread only)."""
+        if self.resetting or self.stopped:
+            return
+        self.resetting = True
+        feed = self.feed
+        self.feed = None
+        if feed is not None:
+            feed.stop()
+        threading.Thread(
+            target=self._reset_run, name=f"jsclient-ordered-reset-{self.oc._prefix}", daemon=True
+        ).start()
+
+    def _reset_run(self) -> None:
+        try:
+            engine = self.oc._reset(self._wake)
+            if not self.stopped:
+                self._start_feed(engine)
+        except _Stopped:
+            pass
+        except BaseException as exc:
+            self.q.put((_RESET_FAILED, exc))
+        finally:
+            self.resetting = False
+
+    def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        self._wake.set()
+        feed = self.feed
+        if feed is not None:
+            feed.stop()
+        self.oc._release()

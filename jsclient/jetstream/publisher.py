@@ -1,0 +1,853 @@
+"""The managed async publisher (draft ADR "Managed Async Publisher"; Orbit-J's AsyncJsPublisher).
+
+``Publisher.publish_async`` only queues a message. Two loops move it on:
+
+- ``publish_runner`` takes queued messages and hands them to
+  ``JetStream.publish_async``, at most ``max_in_flight`` unacknowledged at a
+  time. When the window is full it holds until ``refill_allowed_at`` or fewer
+  remain; the hold is a Condition the flights runner signals, and
+  ``hold_pause_time`` only bounds one wait.
+- ``flights_runner`` settles flights: the context completes each ack future on
+  the socket reader thread, whose done callback only appends the flight to a
+  list and wakes this loop, so an ack is seen whatever the order of the acks
+  before it. Timeouts are per flight: flights sit in deques in publish order,
+  the earliest deadline bounds each wait, and a flight still without an ack
+  ``wait_timeout`` after its own publish times out (``listener.timeout``, and
+  its ``publish_ack_future`` fails with TimeoutError).
+
+Both are plain loops for threads the caller owns (a web worker, an executor);
+``start()`` runs them on two named threads of the publisher's own.
+
+Retries (``retry=RetryConfig(...)``) are re-published by the flights runner
+once their backoff has passed, so a failing flight never blocks the publish
+runner; a retried message may therefore land after messages queued later. The
+flight id goes out as ``Nats-Msg-Id`` (unless the caller gave one), so the
+stream's duplicate window drops a retry of a message that was in fact stored.
+A retried flight keeps its place in the window until it is settled.
+Expectation failures (API errors 10060, 10070, 10071) are never retried and set
+``flight.expectation_failed``.
+
+Listener hooks run on the runner threads, outside every lock; an exception
+from one is logged, never propagated. No lock is held across a publish.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import CancelledError, Future, InvalidStateError
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from nats.nuid import NUID
+
+from jsclient import errors
+from jsclient.api import PubAck
+
+if TYPE_CHECKING:
+    from jsclient.jetstream.context import JetStream
+    from jsclient.protocol.headers import HeadersIn
+
+__all__ = [
+    "DEFAULT_RETRY_ON",
+    "Flight",
+    "Publisher",
+    "PublisherClosedError",
+    "PublisherError",
+    "PublisherListener",
+    "RetryConfig",
+]
+
+log = logging.getLogger("jsclient")
+
+# Options passed through to JetStream.publish_async; the publisher owns the ack wait.
+_PUBLISH_OPTIONS = frozenset(
+    (
+        "msg_id",
+        "expected_stream",
+        "expected_last_seq",
+        "expected_last_subject_seq",
+        "expected_last_msg_id",
+    )
+)
+_MSG_ID = "Nats-Msg-Id"
+_EXPECTATION_ERRORS = (
+    errors.WrongLastSequenceError,
+    errors.WrongLastMsgIDError,
+    errors.StreamNotMatchError,
+)
+_EXPECTATION_CODES = frozenset((10060, 10070, 10071))
+# How many queued messages the publish runner takes per lock acquisition.
+_BATCH = 128
+_ACKED, _FAILED, _TIMED_OUT = 0, 1, 2
+
+
+class PublisherError(errors.JetStreamError):
+    """Base of the managed publisher's own errors."""
+
+    default_message = "nats: publisher error"
+
+
+class PublisherClosedError(PublisherError):
+    """``publish_async`` after ``drain()``/``stop()``, or a message ``stop()`` abandoned."""
+
+    default_message = "nats: the publisher is closed"
+
+
+DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (
+    errors.PublishDisconnectedError,
+    errors.NoStreamResponseError,
+    errors.NoRespondersError,
+    errors.ServiceUnavailableError,
+    errors.OutboundBufferLimitError,
+    errors.ConnectionReconnectingError,
+)
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    """How a failed publish is retried.
+
+    ``attempts`` counts every publish of a message, the first included.
+    ``backoff`` is the wait before the 1st, 2nd, ... retry in seconds (the last
+    value repeats). ``deadline`` (seconds from the first attempt) stops new
+    retries. ``retry_on`` lists the retryable errors (503 / no responders /
+    connection loss by default); an ack that times out while the connection is
+    down counts as ``PublishDisconnectedError``.
+    """
+
+    attempts: int = 2
+    backoff: tuple[float, ...] = (0.25, 0.25, 0.5, 0.5, 3.0, 5.0)
+    deadline: float | None = None
+    retry_on: tuple[type[BaseException], ...] = DEFAULT_RETRY_ON
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "backoff", tuple(float(b) for b in self.backoff))
+        object.__setattr__(self, "retry_on", tuple(self.retry_on))
+        if self.attempts < 1:
+            raise ValueError("RetryConfig.attempts must be at least 1")
+        if not self.backoff or min(self.backoff) < 0:
+            raise ValueError("RetryConfig.backoff needs one or more non-negative delays")
+        if self.deadline is not None and self.deadline <= 0:
+            raise ValueError("RetryConfig.deadline must be positive")
+
+    def delay(self, attempts_made: int) -> float:
+        """The wait before the next publish once ``attempts_made`` attempts failed."""
+        backoff = self.backoff
+        return backoff[min(attempts_made, len(backoff)) - 1]
+
+
+class Flight:
+    """One message on its way through the publisher.
+
+    ``publish_time`` is the ``time.monotonic()`` of the latest publish attempt
+    (0.0 before the first); ``publish_ack_future`` completes with the PubAck or
+    the final error. Once settled, exactly one of ``ack`` / ``error`` is set;
+    ``timed_out`` and ``expectation_failed`` tell the failures apart.
+    """
+
+    __slots__ = (
+        "_announced",
+        "_first_time",
+        "_fut",
+        "_kwargs",
+        "_owner",
+        "_published",
+        "_settled",
+        "ack",
+        "attempts",
+        "body",
+        "error",
+        "expectation_failed",
+        "headers",
+        "id",
+        "options",
+        "publish_ack_future",
+        "publish_time",
+        "subject",
+        "timed_out",
+    )
+
+    def __init__(
+        self,
+        owner: Publisher,
+        subject: str,
+        body: bytes,
+        headers: HeadersIn | None,
+        options: dict[str, Any],
+    ) -> None:
+        self.id = ""
+        self.subject = subject
+        self.body = body
+        self.headers = headers
+        self.options = options
+        self.publish_time = 0.0
+        self.publish_ack_future: Future[PubAck] = Future()
+        self.attempts = 0
+        self.ack: PubAck | None = None
+        self.error: BaseException | None = None
+        self.expectation_failed = False
+        self.timed_out = False
+        self._owner = owner
+        self._published: Future[Flight] = Future()
+        self._kwargs: dict[str, Any] | None = None
+        self._fut: Future[PubAck] | None = None  # the attempt being waited for
+        self._first_time = 0.0
+        self._announced = False
+        self._settled = False  # claimed by the flights runner or by stop(), under the lock
+
+    def _on_done(self, fut: Future[PubAck]) -> None:
+        self._owner._attempt_done(self, fut)
+
+    def __repr__(self) -> str:
+        return f"<Flight {self.id} subject={self.subject!r} attempts={self.attempts}>"
+
+
+class PublisherListener:
+    """Callbacks from the publisher; subclass and override what you need.
+
+    ``published``, ``paused``, ``resumed`` run on the publish runner; the
+    others on the flights runner (``published`` too, for a message whose first
+    publish only succeeded on a retry). Keep them short.
+    """
+
+    def published(self, flight: Flight) -> None:
+        """The message was handed to the connection (once per flight)."""
+
+    def acked(self, flight: Flight) -> None:
+        """The stream acknowledged the message (``flight.ack``)."""
+
+    def completed_exceptionally(self, flight: Flight) -> None:
+        """The publish failed for good (``flight.error``, ``flight.expectation_failed``)."""
+
+    def timeout(self, flight: Flight) -> None:
+        """No ack came within ``wait_timeout`` of the flight's publish."""
+
+    def retrying(self, flight: Flight) -> None:
+        """An attempt failed (``flight.error``) and the message will be published again."""
+
+    def paused(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
+        """The window is full: publishing holds."""
+
+    def resumed(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
+        """In-flight dropped to ``refill_allowed_at``: publishing goes on."""
+
+
+def _hook(listener: object, name: str) -> Callable[..., None] | None:
+    # None when absent or not overridden: the hot loops then skip the call.
+    if listener is None:
+        return None
+    fn: Callable[..., None] | None = getattr(listener, name, None)
+    if fn is None or getattr(type(listener), name, None) is getattr(PublisherListener, name):
+        return None
+    return fn
+
+
+def _call(fn: Callable[..., None], *args: Any) -> None:
+    try:
+        fn(*args)
+    except Exception:
+        log.exception("jsclient: publisher listener %s raised", getattr(fn, "__name__", fn))
+
+
+def _set(fut: Future[Any], result: Any = None, exc: BaseException | None = None) -> None:
+    # The user may have cancelled, and stop() may have settled it first.
+    try:
+        if exc is None:
+            fut.set_result(result)
+        else:
+            fut.set_exception(exc)
+    except InvalidStateError:
+        pass
+
+
+def _is_expectation(exc: BaseException) -> bool:
+    return isinstance(exc, _EXPECTATION_ERRORS) or (
+        isinstance(exc, errors.APIError) and exc.err_code in _EXPECTATION_CODES
+    )
+
+
+class Publisher:
+    """A managed async publisher on a JetStream context; see the module docstring."""
+
+    def __init__(
+        self,
+        js: JetStream,
+        *,
+        id_prefix: str | None = None,
+        max_in_flight: int = 50,
+        refill_allowed_at: int = 0,
+        retry: RetryConfig | None = None,
+        poll_time: float = 0.1,
+        hold_pause_time: float = 0.1,
+        wait_timeout: float = 5.0,
+        listener: PublisherListener | None = None,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        if not 0 <= refill_allowed_at < max_in_flight:
+            raise ValueError("refill_allowed_at must be >= 0 and below max_in_flight")
+        for name, value in (
+            ("poll_time", poll_time),
+            ("hold_pause_time", hold_pause_time),
+            ("wait_timeout", wait_timeout),
+        ):
+            if not value > 0:
+                raise ValueError(f"{name} must be positive")
+        self._js = js
+        self.id_prefix: str = id_prefix or NUID().next().decode()
+        self.max_in_flight = int(max_in_flight)
+        self.refill_allowed_at = int(refill_allowed_at)
+        self.retry = retry
+        self.poll_time = float(poll_time)
+        self.hold_pause_time = float(hold_pause_time)
+        self.wait_timeout = float(wait_timeout)
+        self.listener = listener
+        self._on_published = _hook(listener, "published")
+        self._on_acked = _hook(listener, "acked")
+        self._on_failed = _hook(listener, "completed_exceptionally")
+        self._on_timeout = _hook(listener, "timeout")
+        self._on_retrying = _hook(listener, "retrying")
+        self._on_paused = _hook(listener, "paused")
+        self._on_resumed = _hook(listener, "resumed")
+
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # publish runner: queue, hold lift, stop
+        self._flights = threading.Condition(self._lock)  # flights runner: acks, stop, drain
+        self._idle = threading.Condition(self._lock)  # drain() waiters
+        self._seq = 0
+        self._queue: deque[Flight] = deque()
+        self._in_flight: set[Flight] = set()  # published (or publishing) and not settled
+        self._done: list[tuple[Flight, Future[PubAck]]] = []  # finished attempts to look at
+        # (deadline, flight, attempt future) in publish order: first attempts are
+        # appended by the publish runner, retries by the flights runner.
+        self._timeline: deque[tuple[float, Flight, Future[PubAck]]] = deque()
+        self._retry_timeline: deque[tuple[float, Flight, Future[PubAck]]] = deque()
+        self._retries: list[tuple[float, int, Flight]] = []  # due heap, flights runner only
+        self._retry_ids = itertools.count()
+        self._publishing = False  # the publish runner holds a taken, unfinished batch
+        self._settling = 0  # settled flights whose futures and hooks are still running
+        self._held = False
+        self._lifted_at = 0
+        self._pub_waiting = False
+        self._flights_waiting = False
+        self._closed = False
+        self._draining = False
+        self._stopped = False
+        self._runners: set[str] = set()
+        self._runner_idents: set[int] = set()
+        self._threads: list[threading.Thread] = []
+        self._acked = self._failed = self._timed_out = self._retried = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"<Publisher {self.id_prefix} in_flight={self.in_flight} queued={self.queued} "
+            f"held={self._held}>"
+        )
+
+    # -- observability -------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """Messages published and not yet acked / failed / timed out (retries included)."""
+        return len(self._in_flight)
+
+    @property
+    def queued(self) -> int:
+        """Messages waiting for the publish runner."""
+        return len(self._queue)
+
+    @property
+    def held(self) -> bool:
+        """True while publishing holds because the window was full."""
+        return self._held
+
+    @property
+    def acked_count(self) -> int:
+        return self._acked
+
+    @property
+    def failed_count(self) -> int:
+        return self._failed
+
+    @property
+    def timed_out_count(self) -> int:
+        return self._timed_out
+
+    @property
+    def retried_count(self) -> int:
+        """How many retries were scheduled."""
+        return self._retried
+
+    @property
+    def is_closed(self) -> bool:
+        """True once ``drain()`` or ``stop()`` was called: no new messages."""
+        return self._closed
+
+    # -- user API ------------------------------------------------------------
+
+    def publish_async(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        *,
+        headers: HeadersIn | None = None,
+        **publish_options: Any,
+    ) -> Future[Flight]:
+        """Queue a message; the future completes with its Flight once it is published.
+
+        ``publish_options`` are ``JetStream.publish_async``'s ``msg_id`` and
+        ``expected_*`` options. Cancelling the future before the message is
+        published drops it. Raises PublisherClosedError after drain()/stop().
+        """
+        if not _PUBLISH_OPTIONS.issuperset(publish_options):
+            bad = sorted(set(publish_options) - _PUBLISH_OPTIONS)
+            raise TypeError(f"Publisher.publish_async() got unexpected options {bad}")
+        body = payload if type(payload) is bytes else bytes(payload)
+        flight = Flight(self, subject, body, headers, publish_options)
+        with self._lock:
+            if self._closed:
+                raise PublisherClosedError("nats: cannot publish once the publisher is closed")
+            self._seq += 1
+            flight.id = f"{self.id_prefix}-{self._seq}"
+            self._queue.append(flight)
+            if self._pub_waiting:
+                self._pub_waiting = False
+                self._work.notify()
+        return flight._published
+
+    def start(self) -> Publisher:
+        """Run both loops on threads of the publisher's own (daemon, named)."""
+        with self._lock:
+            if self._closed:
+                raise PublisherClosedError("nats: cannot start a closed publisher")
+            if self._threads or self._runners:
+                raise PublisherError("nats: the publisher's runners are already running")
+            self._threads = [
+                threading.Thread(
+                    target=self.publish_runner,
+                    name=f"jsclient-publisher-{self.id_prefix}",
+                    daemon=True,
+                ),
+                threading.Thread(
+                    target=self.flights_runner,
+                    name=f"jsclient-flights-{self.id_prefix}",
+                    daemon=True,
+                ),
+            ]
+        for t in self._threads:
+            t.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop both loops before their next iteration.
+
+        Messages not yet settled are abandoned: their futures fail with
+        PublisherClosedError (the listener is not called for them). Joins the
+        publisher's own threads for up to ``timeout`` seconds.
+        """
+        with self._lock:
+            self._stopped = self._closed = True
+            self._work.notify_all()
+            self._flights.notify_all()
+            self._idle.notify_all()
+        self._join(timeout)
+        self._abandon()
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Refuse new messages; return once everything queued is published and settled.
+
+        The loops then return. DrainTimeoutError if that takes longer than
+        ``timeout`` seconds; the publisher keeps draining (``stop()`` ends it).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            self._closed = True
+            if not self._draining:
+                self._draining = True
+                self._work.notify_all()
+                self._flights.notify_all()
+            if threading.get_ident() in self._runner_idents:
+                return  # called from a listener: the loops finish the drain themselves
+            while not self._stopped and not self._is_idle():
+                left = 1.0 if deadline is None else deadline - time.monotonic()
+                if left <= 0:
+                    raise errors.DrainTimeoutError(
+                        f"nats: publisher drain timed out with {len(self._queue)} queued "
+                        f"and {len(self._in_flight)} in flight"
+                    )
+                self._idle.wait(min(left, 1.0))
+        self._join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> Publisher:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None and not issubclass(exc_type, Exception):
+            self.stop()  # KeyboardInterrupt and friends: do not wait for acks
+        else:
+            self.drain()
+
+    # -- publish runner ------------------------------------------------------
+
+    def publish_runner(self) -> None:
+        """Publish queued messages until stopped or drained (run it on any thread)."""
+        self._enter("publish")
+        try:
+            self._publish_loop()
+        finally:
+            self._leave("publish")
+
+    def _publish_loop(self) -> None:
+        lock, queue, in_flight = self._lock, self._queue, self._in_flight
+        holding = False  # paused() was reported and resumed() not yet
+        while True:
+            batch: list[Flight] = []
+            resumed_at = paused_at = -1
+            with lock:
+                if self._stopped or (self._draining and not queue):
+                    return
+                if self._held:
+                    if len(in_flight) > self.refill_allowed_at:
+                        self._pub_waiting = True
+                        self._work.wait(self.hold_pause_time)
+                        self._pub_waiting = False
+                        continue
+                    self._lift()  # the flights runner's signal and this check cannot both miss
+                if holding:
+                    holding = False
+                    resumed_at = self._lifted_at
+                room = self.max_in_flight - len(in_flight)
+                if queue and room <= 0:
+                    self._held = holding = True  # defensive: a full window always holds
+                    paused_at = len(in_flight)
+                elif queue:
+                    for _ in range(min(room, len(queue), _BATCH)):
+                        batch.append(queue.popleft())
+                    self._publishing = True
+                else:
+                    self._pub_waiting = True
+                    self._work.wait(self.poll_time)
+                    self._pub_waiting = False
+            if resumed_at >= 0 and self._on_resumed is not None:
+                _call(self._on_resumed, resumed_at, self.max_in_flight, self.refill_allowed_at)
+            if not batch:
+                if paused_at >= 0 and self._on_paused is not None:
+                    _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
+                continue
+            self._publish_batch(batch)
+            with lock:
+                self._publishing = False
+                if not self._stopped and not self._held and len(in_flight) >= self.max_in_flight:
+                    self._held = holding = True
+                    paused_at = len(in_flight)
+                if self._draining and self._is_idle():
+                    self._idle.notify_all()
+            if paused_at >= 0 and self._on_paused is not None:
+                _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
+
+    def _publish_batch(self, batch: list[Flight]) -> None:
+        in_flight, timeline, wait = self._in_flight, self._timeline, self.wait_timeout
+        for i, flight in enumerate(batch):
+            if self._stopped:
+                with self._lock:
+                    self._queue.extendleft(reversed(batch[i:]))  # stop() settles them
+                return
+            if not flight._published.set_running_or_notify_cancel():
+                _set(flight.publish_ack_future, exc=CancelledError())
+                continue
+            in_flight.add(flight)
+            fut = self._attempt(flight)
+            if fut is None:
+                continue
+            self._announce(flight)
+            fut.add_done_callback(flight._on_done)
+            timeline.append((flight.publish_time + wait, flight, fut))
+
+    # -- flights runner ------------------------------------------------------
+
+    def flights_runner(self) -> None:
+        """Settle published messages until stopped or drained (run it on any thread)."""
+        self._enter("flights")
+        try:
+            self._flights_loop()
+        finally:
+            with self._lock:
+                self._retries.clear()
+            self._leave("flights")
+
+    def _flights_loop(self) -> None:
+        lock = self._lock
+        while True:
+            with lock:
+                if self._stopped:
+                    return
+                if self._draining and self._is_idle():
+                    self._idle.notify_all()
+                    return
+                if not self._done:
+                    wait = self._next_wake() - time.monotonic()
+                    if wait > 0:
+                        self._flights_waiting = True
+                        self._flights.wait(wait)
+                        self._flights_waiting = False
+                done, self._done = self._done, []
+            self._process(done)
+
+    def _next_wake(self) -> float:
+        wake = time.monotonic() + self.poll_time
+        for tl in (self._timeline, self._retry_timeline):
+            if tl:
+                wake = min(wake, tl[0][0])
+        if self._retries:
+            wake = min(wake, self._retries[0][0])
+        return wake
+
+    def _process(self, done: list[tuple[Flight, Future[PubAck]]]) -> None:
+        now = time.monotonic()
+        settled: list[tuple[Flight, int]] = []
+        for flight, fut in done:
+            if flight._fut is not fut:
+                continue  # timed out or abandoned meanwhile
+            flight._fut = None
+            try:
+                exc = fut.exception()
+            except CancelledError as cancelled:
+                exc = cancelled
+            if exc is None:
+                flight.ack = fut.result()
+                settled.append((flight, _ACKED))
+            else:
+                self._attempt_failed(flight, exc, now, settled)
+        for tl in (self._timeline, self._retry_timeline):
+            while tl:
+                deadline, flight, fut = tl[0]
+                if flight._fut is not fut:
+                    tl.popleft()  # settled already
+                    continue
+                if deadline > now:
+                    break
+                tl.popleft()
+                if fut.done():
+                    continue  # its completion is already queued for the next round
+                flight._fut = None
+                self._ack_timed_out(flight, now, settled)
+        heap = self._retries
+        while heap and heap[0][0] <= now and not self._stopped:
+            flight = heapq.heappop(heap)[2]
+            new = self._attempt(flight)
+            if new is not None:
+                self._announce(flight)
+                new.add_done_callback(flight._on_done)
+                self._retry_timeline.append((flight.publish_time + self.wait_timeout, flight, new))
+        if settled:
+            self._settle(settled)
+
+    def _ack_timed_out(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
+        client = getattr(self._js, "_client", None)
+        if client is not None and not client.is_connected:
+            # The ack was lost with the connection: retryable like a disconnect.
+            cause = errors.PublishDisconnectedError(
+                f"nats: no publish ack within {self.wait_timeout} s while disconnected"
+            )
+            if self._may_retry(flight, cause, now):
+                flight.error = cause
+                self._schedule_retry(flight, now)
+                return
+        flight.timed_out = True
+        flight.error = errors.TimeoutError(
+            f"nats: no publish ack for {flight.id} within {self.wait_timeout} s"
+        )
+        settled.append((flight, _TIMED_OUT))
+
+    def _attempt_failed(
+        self, flight: Flight, exc: BaseException, now: float, settled: list[tuple[Flight, int]]
+    ) -> None:
+        flight.error = exc
+        if _is_expectation(exc):
+            flight.expectation_failed = True
+        elif self._may_retry(flight, exc, now):
+            self._schedule_retry(flight, now)
+            return
+        elif isinstance(exc, errors.TimeoutError):
+            flight.timed_out = True
+            settled.append((flight, _TIMED_OUT))
+            return
+        settled.append((flight, _FAILED))
+
+    def _may_retry(self, flight: Flight, exc: BaseException, now: float) -> bool:
+        r = self.retry
+        if r is None or self._stopped or flight.attempts >= r.attempts:
+            return False
+        if not isinstance(exc, r.retry_on):
+            return False
+        return r.deadline is None or now + r.delay(flight.attempts) <= (
+            flight._first_time + r.deadline
+        )
+
+    def _schedule_retry(self, flight: Flight, now: float) -> None:
+        assert self.retry is not None
+        due = now + self.retry.delay(flight.attempts)
+        heapq.heappush(self._retries, (due, next(self._retry_ids), flight))
+        self._retried += 1
+        if self._on_retrying is not None:
+            _call(self._on_retrying, flight)
+
+    def _settle(self, settled: list[tuple[Flight, int]]) -> None:
+        lock, in_flight = self._lock, self._in_flight
+        mine: list[tuple[Flight, int]] = []
+        with lock:
+            for item in settled:
+                flight = item[0]
+                if not flight._settled:  # else stop() got there first
+                    flight._settled = True
+                    in_flight.discard(flight)
+                    mine.append(item)
+                    if item[1] == _ACKED:
+                        self._acked += 1
+                    elif item[1] == _FAILED:
+                        self._failed += 1
+                    else:
+                        self._timed_out += 1
+            self._settling += len(mine)
+            if self._held and len(in_flight) <= self.refill_allowed_at:
+                self._lift()
+        try:
+            for flight, kind in mine:
+                if kind == _ACKED:
+                    _set(flight.publish_ack_future, flight.ack)
+                    if self._on_acked is not None:
+                        _call(self._on_acked, flight)
+                    continue
+                _set(flight.publish_ack_future, exc=flight.error)
+                if not flight._announced:
+                    _set(flight._published, exc=flight.error)
+                hook = self._on_failed if kind == _FAILED else self._on_timeout
+                if hook is not None:
+                    _call(hook, flight)
+        finally:
+            with lock:
+                self._settling -= len(mine)
+                if self._draining and self._is_idle():
+                    self._idle.notify_all()
+
+    # -- shared internals ----------------------------------------------------
+
+    def _attempt(self, flight: Flight) -> Future[PubAck] | None:
+        """Publish once; None when that failed at once (the failure is queued like an ack)."""
+        kw = flight._kwargs
+        if kw is None:
+            kw = flight.options
+            hdrs = flight.headers
+            if (
+                self.retry is not None
+                and kw.get("msg_id") is None
+                and not (hdrs and _MSG_ID in hdrs)
+            ):
+                kw = {**kw, "msg_id": flight.id}
+            flight._kwargs = kw
+        now = time.monotonic()
+        if not flight.attempts:
+            flight._first_time = now
+        flight.attempts += 1
+        flight.publish_time = now
+        publish = self._js.publish_async
+        while True:
+            try:
+                fut = publish(flight.subject, flight.body, headers=flight.headers, **kw)
+                break
+            except errors.TooManyStalledMsgsError:
+                # The context's own window (publish_async_max_pending) is smaller
+                # than max_in_flight: wait for room there like any stalled caller.
+                if not self._stopped:
+                    continue
+                exc: BaseException = PublisherClosedError("nats: publisher stopped")
+            except Exception as e:
+                exc = e
+            failed: Future[PubAck] = Future()
+            failed.set_exception(exc)
+            flight._fut = failed
+            self._attempt_done(flight, failed)
+            return None
+        flight._fut = fut
+        return fut
+
+    def _attempt_done(self, flight: Flight, fut: Future[PubAck]) -> None:
+        # Any thread (mostly the socket reader): hand over, never block.
+        with self._lock:
+            self._done.append((flight, fut))
+            if self._flights_waiting:
+                self._flights_waiting = False
+                self._flights.notify()
+
+    def _announce(self, flight: Flight) -> None:
+        if flight._announced:
+            return
+        flight._announced = True
+        _set(flight._published, flight)
+        if self._on_published is not None:
+            _call(self._on_published, flight)
+
+    def _lift(self) -> None:
+        # With the lock held.
+        self._held = False
+        self._lifted_at = len(self._in_flight)
+        if self._pub_waiting:
+            self._pub_waiting = False
+            self._work.notify()
+
+    def _is_idle(self) -> bool:
+        # With the lock held.
+        return not (self._queue or self._publishing or self._in_flight or self._settling)
+
+    def _enter(self, runner: str) -> None:
+        with self._lock:
+            if runner in self._runners:
+                raise PublisherError(f"nats: the {runner} runner is already running")
+            self._runners.add(runner)
+            self._runner_idents.add(threading.get_ident())
+
+    def _leave(self, runner: str) -> None:
+        with self._lock:
+            self._runners.discard(runner)
+            self._runner_idents.discard(threading.get_ident())
+            if self._draining and self._is_idle():
+                self._idle.notify_all()
+        if self._stopped:
+            self._abandon()
+
+    def _join(self, timeout: float | None) -> None:
+        me = threading.current_thread()
+        for t in self._threads:
+            if t is not me:
+                t.join(timeout)
+
+    def _abandon(self) -> None:
+        """After stop(): fail every message not settled yet."""
+        with self._lock:
+            # list() first: the publish runner may add to the set without the lock.
+            victims = [f for f in list(self._queue) + list(self._in_flight) if not f._settled]
+            self._queue.clear()
+            self._in_flight.clear()
+            self._done.clear()
+            for f in victims:
+                f._settled = True
+                f._fut = None
+            self._failed += len(victims)
+            self._idle.notify_all()
+        for f in victims:
+            exc = PublisherClosedError("nats: the publisher stopped before the message was acked")
+            _set(f.publish_ack_future, exc=exc)
+            if not f._announced:
+                _set(f._published, exc=exc)

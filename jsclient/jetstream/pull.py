@@ -1,0 +1,437 @@
+"""Pull consuming for ADR-37 consumers: fetch, fetch_bytes, fetch_no_wait, next, consume, messages.
+
+:class:`PullConsumerMixin` gives a consumer class these operations on top of
+the pull engine in :mod:`jsclient.jetstream._pull_engine`. The class provides
+``_js`` (the JetStream context), ``stream_name``, ``name`` and ``_cached_info``.
+
+Threads: ``consume`` runs the callback on a dispatcher thread of its own
+(``jsclient-consume-<consumer>``), never on the socket reader; ``messages``
+hands messages to whichever thread calls ``next`` (one at a time). Either
+thread receives messages from the reader through a ``queue.SimpleQueue``.
+
+Concurrency on one consumer instance: fetches, consumes and ``messages``
+iterators may run side by side; each gets an inbox of its own (fetches borrow
+from a small pool, so sequential fetches reuse one subscription). They then
+share the consumer's messages as the server hands them out.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from jsclient import errors
+from jsclient._threads import log
+from jsclient.client import Client
+from jsclient.jetstream._pull_engine import (
+    BYTES_MODE_BATCH,
+    STOP,
+    WAIT_SLICE,
+    Engine,
+    Feed,
+    FetchBatch,
+    PullOptions,
+    Terminal,
+    continuous_options,
+    fetch_heartbeat,
+    positive_int,
+)
+from jsclient.msg import Msg
+
+if TYPE_CHECKING:
+    from jsclient.jetstream.context import JetStream
+
+__all__ = [
+    "ConsumeContext",
+    "FetchBatch",
+    "MessagesContext",
+    "PullConsumerMixin",
+]
+
+ErrorCallback = Callable[[BaseException], Any]
+_mono = time.monotonic
+
+
+class Source(Protocol):
+    """What a consume/messages context pulls from (a :class:`Feed`, or an ordered one)."""
+
+    def start(self) -> None: ...
+
+    def process(self, item: Any) -> Msg | None: ...
+
+    def stop(self) -> None: ...
+
+
+SourceFactory = Callable[["queue.SimpleQueue[Any]", Callable[[BaseException], None]], Source]
+
+
+class _Reporter:
+    """Sends warnings to the consume/messages ``error_cb``, else the connection's."""
+
+    __slots__ = ("client", "error_cb")
+
+    def __init__(self, client: Client, error_cb: ErrorCallback | None) -> None:
+        self.client = client
+        self.error_cb = error_cb
+
+    def __call__(self, exc: BaseException) -> None:
+        if self.error_cb is not None:
+            self.client._run_callback(self.error_cb, exc)
+        else:
+            self.client._report_error(exc)
+
+
+class ConsumeContext:
+    """A running ``consume()``: the callback gets each message on a dispatcher thread.
+
+    ``stop()`` stops pulling and returns at once; the callback runs no more
+    after the call in progress. ``drain()`` stops pulling and lets the callback
+    have what is already buffered. ``closed`` turns true, and ``wait()``
+    returns, once the dispatcher has finished -- also when the consume ended on
+    its own (consumer deleted, push-based consumer, bad request, connection
+    closed); ``error`` then holds the reason.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        make_source: SourceFactory,
+        callback: Callable[[Msg], Any],
+        error_cb: ErrorCallback | None,
+        name: str,
+    ) -> None:
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._report = _Reporter(client, error_cb)
+        self._callback = callback
+        self._stopped = False
+        self._done = threading.Event()
+        self._error: BaseException | None = None
+        self._source = make_source(self._q, self._report)
+        self._source.start()
+        self._thread = threading.Thread(
+            target=self._run, name=f"jsclient-consume-{name}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        get = self._q.get
+        process = self._source.process
+        callback = self._callback
+        try:
+            while not self._stopped:
+                try:
+                    item = get(True, WAIT_SLICE)
+                except queue.Empty:
+                    continue
+                if item is STOP:
+                    break
+                try:
+                    msg = process(item)
+                except Terminal as t:
+                    self._error = t.error
+                    if t.report:
+                        self._report(t.error)
+                    break
+                except Exception as exc:
+                    self._report(exc)
+                    continue
+                if msg is None or self._stopped:
+                    continue
+                try:
+                    callback(msg)
+                except Exception as exc:
+                    log.exception("jsclient: consume callback raised")
+                    self._report(exc)
+        finally:
+            self._source.stop()
+            self._done.set()
+
+    def stop(self) -> None:
+        """Stop pulling and delivering; buffered messages are dropped (redelivered later)."""
+        self._stopped = True
+        self._source.stop()
+        self._q.put(STOP)
+
+    def drain(self) -> None:
+        """Stop pulling; the callback still gets what is buffered, then the consume ends."""
+        self._source.stop()
+        self._q.put(STOP)
+
+    @property
+    def closed(self) -> bool:
+        """True once no more callbacks will run."""
+        return self._done.is_set()
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the consume ended by itself (a terminal status, connection closed), or None."""
+        return self._error
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the consume has ended; True if it has."""
+        if self._thread is threading.current_thread():
+            return self._done.is_set()
+        return _wait_event(self._done, timeout)
+
+
+class MessagesContext:
+    """A blocking iterator over a continuous pull; also a context manager (stops on exit).
+
+    ``next(timeout)`` returns a message or raises ``TimeoutError``; a terminal
+    status (``ConsumerDeletedError`` ...) and, with ``err_on_missing_heartbeat``
+    (the default), ``NoHeartbeatError`` are raised from it -- the iterator keeps
+    going after a missed heartbeat. ``stop()`` and ``drain()`` may be called from
+    any thread and wake a blocked ``next`` at once; after ``stop`` (or when
+    ``drain`` has delivered the buffered messages) ``next`` raises
+    ``MsgIteratorClosedError`` and a ``for`` loop ends.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        make_source: SourceFactory,
+        error_cb: ErrorCallback | None,
+    ) -> None:
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._report = _Reporter(client, error_cb)
+        self._stopped = False
+        self._closed = False
+        self._error: BaseException | None = None
+        self._source = make_source(self._q, self._report)
+        self._source.start()
+
+    def __enter__(self) -> MessagesContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __iter__(self) -> MessagesContext:
+        return self
+
+    def __next__(self) -> Msg:
+        try:
+            return self.next(None)
+        except errors.MsgIteratorClosedError:
+            raise StopIteration from None
+
+    def next(self, timeout: float | None = None) -> Msg:
+        """The next message; ``TimeoutError`` when none comes within ``timeout`` seconds."""
+        if self._closed:
+            raise errors.MsgIteratorClosedError()
+        get = self._q.get
+        process = self._source.process
+        deadline = None if timeout is None else _mono() + timeout
+        wait = WAIT_SLICE
+        while True:
+            if deadline is not None:
+                wait = min(WAIT_SLICE, deadline - _mono())
+                if wait <= 0:
+                    raise errors.TimeoutError()
+            try:
+                item = get(True, wait)
+            except queue.Empty:
+                continue
+            if item is STOP or self._stopped:
+                self._close()
+                raise errors.MsgIteratorClosedError()
+            try:
+                msg = process(item)
+            except Terminal as t:
+                self._error = t.error
+                self._close()
+                raise t.error from None
+            if msg is not None:
+                return msg
+
+    def _close(self) -> None:
+        self._closed = True
+        self._source.stop()
+
+    def stop(self) -> None:
+        """Stop pulling; a blocked or later ``next`` raises ``MsgIteratorClosedError``."""
+        self._stopped = True
+        self._source.stop()
+        self._q.put(STOP)
+
+    def drain(self) -> None:
+        """Stop pulling; ``next`` returns what is buffered, then the iterator is closed."""
+        self._source.stop()
+        self._q.put(STOP)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def error(self) -> BaseException | None:
+        """The terminal error that ended the iterator, if any."""
+        return self._error
+
+
+def _wait_event(event: threading.Event, timeout: float | None) -> bool:
+    deadline = None if timeout is None else _mono() + timeout
+    while not event.is_set():
+        left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, deadline - _mono())
+        if left <= 0:
+            return False
+        event.wait(left)
+    return True
+
+
+def _ack_none(info: Any) -> bool:
+    policy = getattr(getattr(info, "config", None), "ack_policy", None)
+    return str(getattr(policy, "value", policy)) == "none"
+
+
+class PullConsumerMixin:
+    """fetch / next / consume / messages / stats for a pull consumer (ADR-37).
+
+    The consumer class sets ``_js``, ``stream_name``, ``name`` and ``_cached_info``.
+    """
+
+    _js: JetStream
+    stream_name: str
+    name: str
+    _cached_info: Any
+    _jsclient_pull_engine: Engine | None = None
+
+    def _pull_engine(self) -> Engine:
+        engine = self._jsclient_pull_engine
+        if engine is None:
+            engine = Engine(self._js, self.stream_name, self.name, _ack_none(self._cached_info))
+            self._jsclient_pull_engine = engine
+        return engine
+
+    # -- one pull ----------------------------------------------------------
+
+    def fetch(
+        self,
+        max_messages: int = 100,
+        *,
+        expires: float = 30.0,
+        heartbeat: float | None = None,
+        group: str | None = None,
+    ) -> FetchBatch:
+        """Pull up to ``max_messages``; the batch yields them as they arrive.
+
+        ``heartbeat`` defaults to 5 s when ``expires >= 10`` s (a pull whose
+        server went away then ends with ``NoHeartbeatError`` instead of waiting
+        for the guard). ``group`` names a priority group.
+        """
+        batch = positive_int("max_messages", max_messages)
+        hb = fetch_heartbeat(expires, heartbeat)
+        return FetchBatch(self._pull_engine(), batch, 0, expires, hb, False, group)
+
+    def fetch_bytes(
+        self,
+        max_bytes: int,
+        *,
+        expires: float = 30.0,
+        heartbeat: float | None = None,
+        group: str | None = None,
+    ) -> FetchBatch:
+        """Pull up to ``max_bytes`` bytes of messages (ADR-37 sizes)."""
+        limit = positive_int("max_bytes", max_bytes)
+        hb = fetch_heartbeat(expires, heartbeat)
+        return FetchBatch(self._pull_engine(), BYTES_MODE_BATCH, limit, expires, hb, False, group)
+
+    def fetch_no_wait(self, max_messages: int = 100, *, group: str | None = None) -> FetchBatch:
+        """Take up to ``max_messages`` that are available now; never waits for more."""
+        batch = positive_int("max_messages", max_messages)
+        return FetchBatch(self._pull_engine(), batch, 0, 0.0, 0.0, True, group)
+
+    def next(self, timeout: float | None = 30.0, *, group: str | None = None) -> Msg:
+        """One message, or ``TimeoutError`` after ``timeout`` seconds (``None``: no limit).
+
+        A pull that ends with an error status raises that error; ``timeout <= 0``
+        makes a no-wait pull.
+        """
+        while True:
+            if timeout is not None and timeout <= 0:
+                batch = self.fetch_no_wait(1, group=group)
+            else:
+                batch = self.fetch(1, expires=30.0 if timeout is None else timeout, group=group)
+            for msg in batch:
+                return msg
+            if batch.error is not None:
+                raise batch.error
+            if timeout is not None:
+                raise errors.TimeoutError()
+
+    # -- continuous pulls ----------------------------------------------------
+
+    def _make_feed(self, opts: PullOptions) -> SourceFactory:
+        engine = self._pull_engine()
+
+        def make(q: queue.SimpleQueue[Any], report: Callable[[BaseException], None]) -> Source:
+            return Feed(engine, opts, q, report)
+
+        return make
+
+    def consume(
+        self,
+        callback: Callable[[Msg], Any],
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        expires: float = 30.0,
+        heartbeat: float | None = None,
+        threshold_messages: int | None = None,
+        threshold_bytes: int | None = None,
+        error_cb: ErrorCallback | None = None,
+        group: str | None = None,
+    ) -> ConsumeContext:
+        """Pull continuously and run ``callback(msg)`` on a dispatcher thread.
+
+        Buffers up to ``max_messages`` (default 500) or ``max_bytes`` (exclusive
+        with it) and re-pulls as soon as the pending count falls to the
+        threshold (default half). Heartbeats are always on (default expires/2,
+        at most 30 s, at least 0.5 s). Warnings (``409 Exceeded Max*``, missed
+        heartbeats) go to ``error_cb``, or else the connection's error callback.
+        """
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        opts = continuous_options(
+            max_messages, max_bytes, expires, heartbeat, threshold_messages, threshold_bytes, group
+        )
+        return ConsumeContext(
+            self._js._client, self._make_feed(opts), callback, error_cb, self.name
+        )
+
+    def messages(
+        self,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        expires: float = 30.0,
+        heartbeat: float | None = None,
+        threshold_messages: int | None = None,
+        threshold_bytes: int | None = None,
+        error_cb: ErrorCallback | None = None,
+        err_on_missing_heartbeat: bool = True,
+        group: str | None = None,
+    ) -> MessagesContext:
+        """A blocking iterator over a continuous pull (same options as :meth:`consume`)."""
+        opts = continuous_options(
+            max_messages,
+            max_bytes,
+            expires,
+            heartbeat,
+            threshold_messages,
+            threshold_bytes,
+            group,
+            err_on_missing_heartbeat,
+        )
+        return MessagesContext(self._js._client, self._make_feed(opts), error_cb)
+
+    def stats(self) -> dict[str, Any]:
+        """Pull accounting of the latest consume/messages, or of the fetches.
+
+        Keys: ``pending_messages``, ``pending_bytes``, ``pulls_outstanding``,
+        ``last_heartbeat_age`` (seconds, or None), ``reconnects``, ``delivered``.
+        """
+        return self._pull_engine().stats()
