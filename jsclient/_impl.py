@@ -18,7 +18,7 @@ import os
 from types import ModuleType
 
 #: Protocol concerns that have a Cython twin, by module name.
-MODULES = ("parser", "jsack", "status", "sizes", "msgtype")
+MODULES = ("parser", "jsack", "status", "sizes", "delivery")
 
 _CHOICES = ("auto", "c", "python")
 
@@ -47,4 +47,4 @@ parser: ModuleType = _mods["parser"]
 jsack: ModuleType = _mods["jsack"]
 status: ModuleType = _mods["status"]
 sizes: ModuleType = _mods["sizes"]
-msgtype: ModuleType = _mods["msgtype"]
+delivery: ModuleType = _mods["delivery"]

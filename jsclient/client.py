@@ -26,37 +26,26 @@ from jsclient.subscription import Subscription
 
 if TYPE_CHECKING:
     from jsclient.jetstream.context import JetStream
+    from jsclient.protocol.delivery import SubState
+else:
+    SubState = _impl.delivery.SubState
+
+_route = _impl.delivery.route
 
 _status_of = _impl.status.status_of
 _SUBJECT_CACHE_MAX = 4096
 
 
-class _InternalSub:
+class _InternalSub(SubState):
     """A library-owned subscription whose handler runs on the reader thread.
 
     Handlers must be short and never block: they hand work to other threads.
     """
 
-    __slots__ = ("handler", "sid", "subject")
-
     def __init__(self, sid: int, subject: str, handler: Callable[[Msg], None]) -> None:
-        self.sid = sid
+        super().__init__(sid, 1 << 62, 1 << 62, 0, handler)
         self.subject = subject
-        self.handler = handler
-
-    def _deliver(self, msg: Msg, nbytes: int) -> bool:
-        self.handler(msg)
-        return False
-
-    def _flush_batch(self) -> None:
-        pass
-
-    def _finish(self, error: BaseException | None) -> None:
-        pass
-
-    queue = None
-    _max_msgs = 0
-    _received = 0
+        self.queue = None
 
 
 class _Reply:
@@ -387,32 +376,19 @@ class Client:
     # -- inbound frames (reader thread) -------------------------------------
 
     def _route_events(self, events: list[tuple[Any, ...]]) -> None:
-        subs = self._subs
-        touched: list[Any] = []
-        n_in = 0
-        b_in = 0
-        for ev in events:
-            if ev[0] == 0:  # OP_MSG
-                _, sid, subject, reply, hdr, payload, size = ev
-                plen = len(payload)
-                n_in += 1
-                b_in += plen
-                sub = subs.get(sid)
-                if sub is not None and sub._deliver(
-                    Msg(self, subject, reply, payload, hdr, size, sid), plen
-                ):
-                    touched.append(sub)
-            else:
-                # Hand over what came before a control frame first: a PONG may
-                # release a drain() that then closes these subscriptions.
-                for sub in touched:
-                    sub._flush_batch()
-                touched.clear()
-                self._control(ev)
-        for sub in touched:
-            sub._flush_batch()
+        n_in, b_in = _route(self, events, self._subs, Msg)
         self._in_msgs += n_in
         self._in_bytes += b_in
+
+    def _on_slow(self, sub: Subscription) -> None:
+        """Reader thread: a subscription started dropping messages."""
+        self._report_error(errors.SlowConsumerError(sub.subject, sub.sid, sub._dropped))
+
+    def _on_max_msgs(self, sub: Subscription) -> None:
+        """Reader thread: a subscription reached its auto-unsubscribe count."""
+        self._remove_sub(sub.sid)
+        sub._flush_batch()
+        sub._finish(None)
 
     def _control(self, ev: tuple[Any, ...]) -> None:
         op = ev[0]
@@ -536,7 +512,8 @@ class Client:
         self._conn.close()
         closed = errors.ConnectionClosedError()
         for sub in list(self._subs.values()):
-            sub._finish(closed)
+            if isinstance(sub, Subscription):
+                sub._finish(closed)
         self._subs.clear()
         for token in list(self._resp_map):
             waiter = self._resp_map.pop(token, None)

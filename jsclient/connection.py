@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from jsclient import _impl, errors
 from jsclient._threads import log
@@ -96,8 +96,8 @@ class ServerAddr:
             host=host,
             port=u.port or DEFAULT_PORT,
             scheme=u.scheme,
-            user=u.username,
-            password=u.password,
+            user=unquote(u.username) if u.username is not None else None,
+            password=unquote(u.password) if u.password is not None else None,
             discovered=discovered,
         )
 
@@ -274,7 +274,7 @@ class Connection:
                 sock = self._wrap(sock, tls_ctx, hostname)
             pending: list[tuple[Any, ...]] = []
             info_ev = self._read_until(sock, parser, pending, (OP_INFO,), deadline)
-            info = json.loads(info_ev[1])
+            info = parse_info(info_ev[1])
             if info.get("tls_required") and not isinstance(sock, ssl.SSLSocket):
                 if tls_ctx is None:
                     tls_ctx = ssl.create_default_context()
@@ -293,7 +293,7 @@ class Connection:
             raise
         sock.settimeout(None)
         self.server_info = info
-        self.max_payload = int(info.get("max_payload", self.max_payload))
+        self.max_payload = info.get("max_payload", self.max_payload)
         self._parser = parser
         parser.max_payload = max(self.max_payload, parser.max_payload)
         self._learn_servers(info)
@@ -498,24 +498,32 @@ class Connection:
         route = self._owner._route_events
         while self.status is not CLOSED:
             sock = self._sock
-            if sock is None:
-                if not self._reconnect():
-                    return
-                continue
-            if self._is_tls:
-                ok = self._tls_io(sock, buf, view, route)
-                if not ok:
-                    self._lost(sock)
-                continue
             try:
-                n = sock.recv_into(buf)
-            except OSError as exc:
-                self._lost(sock, exc)
-                continue
-            if n == 0:
-                self._lost(sock, errors.UnexpectedEOF())
-                continue
-            self._feed(sock, view[:n].tobytes(), route)
+                if sock is None:
+                    if not self._reconnect():
+                        return
+                    continue
+                if self._is_tls:
+                    if not self._tls_io(sock, buf, view, route):
+                        self._lost(sock)
+                    continue
+                try:
+                    n = sock.recv_into(buf)
+                except OSError as exc:
+                    self._lost(sock, exc)
+                    continue
+                if n == 0:
+                    self._lost(sock, errors.UnexpectedEOF())
+                    continue
+                self._feed(sock, view[:n].tobytes(), route)
+            except Exception as exc:
+                # Never let the reader die: report, drop the socket, reconnect.
+                log.exception("jsclient: unexpected error on the reader thread")
+                self._owner._report_error(exc)
+                if sock is not None:
+                    self._lost(sock, exc)
+                elif self._closing.wait(0.1):
+                    return
 
     def _feed(
         self, sock: socket.socket, data: bytes, route: Callable[[list[tuple[Any, ...]]], None]
@@ -523,11 +531,25 @@ class Connection:
         try:
             events = self._parser.feed(data)
         except errors.ProtocolError as exc:
-            route(getattr(exc, "events", []))
+            self._route_safely(sock, getattr(exc, "events", []), route)
             self._owner._report_error(exc)
             self._lost(sock, exc)
             return
-        route(events)
+        self._route_safely(sock, events, route)
+
+    def _route_safely(
+        self,
+        sock: socket.socket,
+        events: list[tuple[Any, ...]],
+        route: Callable[[list[tuple[Any, ...]]], None],
+    ) -> None:
+        """Route frames; a bug in delivery must not kill the reader thread silently."""
+        try:
+            route(events)
+        except Exception as exc:
+            log.exception("jsclient: error while routing inbound frames")
+            self._owner._report_error(exc)
+            self._lost(sock, exc)
 
     def _tls_io(
         self,
@@ -703,13 +725,13 @@ class Connection:
 
     def on_info(self, text: str) -> None:
         try:
-            info = json.loads(text)
-        except ValueError:
-            self._owner._report_error(errors.ProtocolError("nats: invalid INFO JSON"))
+            info = parse_info(text)
+        except errors.ProtocolError as exc:
+            self._owner._report_error(exc)
             return
         self.server_info.update(info)
         if "max_payload" in info:
-            self.max_payload = int(info["max_payload"])
+            self.max_payload = info["max_payload"]
         self._learn_servers(info)
         if info.get("ldm"):
             cb = self.opts.lame_duck_cb
@@ -782,6 +804,23 @@ class Connection:
         for s in (self._wake_r, self._wake_w):
             if s is not None:
                 _close_quietly(s)
+
+
+def parse_info(text: str) -> dict[str, Any]:
+    """Decode an INFO payload; anything but a JSON object with sane types is a ProtocolError."""
+    try:
+        info = json.loads(text)
+    except ValueError as exc:
+        raise errors.ProtocolError(f"nats: protocol error: invalid INFO JSON: {exc}") from None
+    if not isinstance(info, dict):
+        raise errors.ProtocolError("nats: protocol error: INFO is not a JSON object")
+    mp = info.get("max_payload")
+    if mp is not None and (type(mp) is not int or mp <= 0):
+        raise errors.ProtocolError(f"nats: protocol error: invalid max_payload {mp!r} in INFO")
+    urls = info.get("connect_urls")
+    if urls is not None and not (isinstance(urls, list) and all(isinstance(u, str) for u in urls)):
+        raise errors.ProtocolError("nats: protocol error: invalid connect_urls in INFO")
+    return info
 
 
 def _seed_bytes(seed: str) -> bytes:

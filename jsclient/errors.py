@@ -19,7 +19,9 @@ class Error(_ne.Error):
     default_message = "nats: error"
 
     def __init__(self, message: str | None = None, *args: Any) -> None:
-        super().__init__(*((message, *args) if message is not None else args))
+        # Not super(): some nats-py bases have __init__ signatures of their own
+        # (SlowConsumerError(subject, reply, sid, sub)); ours take a message.
+        Exception.__init__(self, *((message, *args) if message is not None else args))
         self.message = message
 
     def __str__(self) -> str:

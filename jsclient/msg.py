@@ -57,9 +57,9 @@ class MsgMetadata:
 
 
 if TYPE_CHECKING:
-    from jsclient.protocol.msgtype import MsgBase
+    from jsclient.protocol.delivery import MsgBase
 else:
-    MsgBase = _impl.msgtype.MsgBase
+    MsgBase = _impl.delivery.MsgBase
 
 
 class Msg(MsgBase):
@@ -128,7 +128,9 @@ class Msg(MsgBase):
         stream, consumer, delivered, sseq, cseq, ts, pending, domain = _impl.jsack.parse_jsack(
             self.reply
         )
-        meta = MsgMetadata(SequencePair(sseq, cseq), delivered, pending, ts, stream, consumer, domain)
+        meta = MsgMetadata(
+            SequencePair(sseq, cseq), delivered, pending, ts, stream, consumer, domain
+        )
         self._meta = meta
         return meta
 
@@ -193,9 +195,10 @@ class Msg(MsgBase):
             raise errors.NotJSMessageError()
 
     def _require_client(self) -> Client:
-        if self._client is None:
+        client: Client | None = self._client
+        if client is None:
             raise errors.Error("nats: message is not bound to a connection")
-        return self._client
+        return client
 
 
 def from_json(msg: Msg) -> Any:

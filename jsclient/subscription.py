@@ -25,12 +25,15 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from jsclient import errors
+from jsclient import _impl, errors
 from jsclient._threads import log
 from jsclient.msg import Msg
 
 if TYPE_CHECKING:
     from jsclient.client import Client
+    from jsclient.protocol.delivery import SubState
+else:
+    SubState = _impl.delivery.SubState
 
 _POLL = 1.0
 
@@ -51,8 +54,12 @@ class _Ended(Exception):
         self.error = error
 
 
-class Subscription:
-    """A subscription to a subject (optionally in a queue group)."""
+class Subscription(SubState):
+    """A subscription to a subject (optionally in a queue group).
+
+    The reader-side counters and batch live in ``SubState`` (see
+    :mod:`jsclient.protocol.delivery`); this class is the consuming side.
+    """
 
     def __init__(
         self,
@@ -65,23 +72,17 @@ class Subscription:
         pending_msgs_limit: int,
         pending_bytes_limit: int,
     ) -> None:
+        super().__init__(
+            sid,
+            pending_msgs_limit if pending_msgs_limit > 0 else 1 << 62,
+            pending_bytes_limit if pending_bytes_limit > 0 else 1 << 62,
+            max_msgs,
+        )
         self._client = client
-        self.sid = sid
         self.subject = subject
         self.queue = queue_group
         self._cb = cb
-        self._max_msgs = max_msgs
-        self._pending_msgs_limit = pending_msgs_limit if pending_msgs_limit > 0 else 1 << 62
-        self._pending_bytes_limit = pending_bytes_limit if pending_bytes_limit > 0 else 1 << 62
-        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._batch: list[Msg] = []  # reader-owned, handed over by _flush_batch()
         self._local: deque[Msg] = deque()  # consumer-side messages already taken off _q
-        self._received = 0  # written by the reader only
-        self._in_bytes = 0  # written by the reader only
-        self._consumed = 0  # written by the consumer only
-        self._out_bytes = 0  # written by the consumer only
-        self._dropped = 0
-        self._slow = False
         self._closed = False
         self._draining = False
         self._dispatcher: threading.Thread | None = None
@@ -98,39 +99,6 @@ class Subscription:
 
     # -- reader side -------------------------------------------------------
 
-    def _deliver(self, msg: Msg, nbytes: int) -> bool:
-        """Reader thread: queue one message; True when the batch was empty before."""
-        if (
-            self._received - self._consumed >= self._pending_msgs_limit
-            or self._in_bytes - self._out_bytes + nbytes > self._pending_bytes_limit
-        ):
-            self._dropped += 1
-            if not self._slow:
-                self._slow = True
-                self._client._report_error(
-                    errors.SlowConsumerError(self.subject, self.sid, self._dropped)
-                )
-            return False
-        if self._slow:
-            self._slow = False
-        self._in_bytes += nbytes
-        self._received += 1
-        batch = self._batch
-        batch.append(msg)
-        if self._max_msgs and self._received >= self._max_msgs:
-            self._client._remove_sub(self.sid)
-            self._flush_batch()
-            self._finish(None)
-            return False
-        return len(batch) == 1
-
-    def _flush_batch(self) -> None:
-        """Reader thread: hand the collected messages to the consumer in one queue put."""
-        batch = self._batch
-        if batch:
-            self._batch = []
-            self._q.put(batch)
-
     def _finish(self, error: BaseException | None) -> None:
         """End the subscription: readers see the sentinel after what is queued."""
         if not self._closed:
@@ -142,26 +110,24 @@ class Subscription:
         local = self._local
         while True:
             try:
-                msg = local.popleft()
+                return local.popleft()
             except IndexError:
                 pass
-            else:
-                self._consumed += 1
-                self._out_bytes += len(msg.data)
-                return msg
             if timeout is None:
                 item = self._q.get()
             elif timeout > 0:
                 item = self._q.get(timeout=timeout)
             else:
                 item = self._q.get_nowait()
-            if type(item) is list:
-                local.extend(item)
+            if type(item) is tuple:
+                batch, nbytes = item
+                # Accounted when taken off the queue: one update per batch.
+                self._consumed += len(batch)
+                self._out_bytes += nbytes
+                local.extend(batch)
                 continue
             self._q.put(item)  # keep the sentinel for other readers
             raise _Ended(item.error)
-
-    # -- consumer side -----------------------------------------------------
 
     def next_msg(self, timeout: float | None = 1.0) -> Msg:
         """The next message; TimeoutError if none arrives within ``timeout`` seconds."""

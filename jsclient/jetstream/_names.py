@@ -1,4 +1,4 @@
-"""Client-side checks for stream and consumer names.
+"""Client-side checks of stream and consumer names and configs, before any request.
 
 A name becomes a token of an API subject (``$JS.API.STREAM.INFO.<name>``), so
 one holding ``.``, ``*``, ``>`` or whitespace would address another subject or
@@ -10,9 +10,11 @@ consumers in directories named after them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from jsclient import errors
+from jsclient.api import ConsumerConfig, StreamConfig
 
 _FORBIDDEN = frozenset(".*>/\\")
 
@@ -37,3 +39,33 @@ def check_consumer_name(name: Any) -> str:
         raise errors.InvalidConsumerNameError(f"nats: invalid consumer name {name!r}")
     result: str = name
     return result
+
+
+#: What the create/update calls accept besides keyword fields.
+StreamConfigLike = StreamConfig | Mapping[str, Any]
+ConsumerConfigLike = ConsumerConfig | Mapping[str, Any]
+
+
+def stream_config(config: StreamConfigLike | None, fields: dict[str, Any]) -> StreamConfig:
+    """A StreamConfig from a config object or mapping plus keyword fields (which win)."""
+    if config is None:
+        cfg = StreamConfig(**fields)
+    elif isinstance(config, StreamConfig):
+        cfg = config.evolve(**fields) if fields else config
+    elif isinstance(config, Mapping):
+        cfg = StreamConfig(**{**config, **fields})
+    else:
+        raise TypeError(f"config must be a StreamConfig, not {type(config).__name__}")
+    check_stream_name(cfg.name)
+    return cfg
+
+
+def consumer_config(config: ConsumerConfigLike | None, fields: dict[str, Any]) -> ConsumerConfig:
+    """A ConsumerConfig from a config object or mapping plus keyword fields (which win)."""
+    if config is None:
+        return ConsumerConfig(**fields)
+    if isinstance(config, ConsumerConfig):
+        return config.evolve(**fields) if fields else config
+    if isinstance(config, Mapping):
+        return ConsumerConfig(**{**config, **fields})
+    raise TypeError(f"config must be a ConsumerConfig, not {type(config).__name__}")

@@ -21,7 +21,7 @@ import json
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +29,15 @@ from nats.nuid import NUID
 
 from jsclient import errors
 from jsclient._threads import TimerHandle
-from jsclient.api import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
-from jsclient.jetstream._names import check_consumer_name, check_stream_name
+from jsclient.api import AccountInfo, ConsumerInfo, PubAck, StreamInfo
+from jsclient.jetstream._names import (
+    ConsumerConfigLike,
+    StreamConfigLike,
+    check_consumer_name,
+    check_stream_name,
+    consumer_config,
+    stream_config,
+)
 from jsclient.jetstream.consumer import Consumer
 from jsclient.jetstream.stream import Stream
 
@@ -149,21 +156,23 @@ class JetStream:
 
     # -- streams -------------------------------------------------------------
 
-    def create_stream(self, config: StreamConfig | None = None, **fields: Any) -> Stream:
+    def create_stream(self, config: StreamConfigLike | None = None, **fields: Any) -> Stream:
         """Create a stream; StreamNameAlreadyInUseError if one exists with another config."""
-        cfg = _stream_config(config, fields)
+        cfg = stream_config(config, fields)
         resp = self._api_request(f"STREAM.CREATE.{cfg.name}", cfg.as_dict())
         return Stream(self, StreamInfo.from_response(resp))
 
-    def update_stream(self, config: StreamConfig | None = None, **fields: Any) -> Stream:
+    def update_stream(self, config: StreamConfigLike | None = None, **fields: Any) -> Stream:
         """Update a stream's config; StreamNotFoundError if it does not exist."""
-        cfg = _stream_config(config, fields)
+        cfg = stream_config(config, fields)
         resp = self._api_request(f"STREAM.UPDATE.{cfg.name}", cfg.as_dict())
         return Stream(self, StreamInfo.from_response(resp))
 
-    def create_or_update_stream(self, config: StreamConfig | None = None, **fields: Any) -> Stream:
+    def create_or_update_stream(
+        self, config: StreamConfigLike | None = None, **fields: Any
+    ) -> Stream:
         """Update the stream, or create it when it does not exist."""
-        cfg = _stream_config(config, fields)
+        cfg = stream_config(config, fields)
         try:
             return self.update_stream(cfg)
         except errors.StreamNotFoundError:
@@ -206,7 +215,7 @@ class JetStream:
     # -- consumers -----------------------------------------------------------
 
     def create_consumer(
-        self, stream: str, config: ConsumerConfig | None = None, **fields: Any
+        self, stream: str, config: ConsumerConfigLike | None = None, **fields: Any
     ) -> Consumer:
         """Create a consumer; ConsumerAlreadyExistsError if it exists with another config.
 
@@ -216,13 +225,13 @@ class JetStream:
         return self._upsert_consumer(stream, config, fields, "create")
 
     def update_consumer(
-        self, stream: str, config: ConsumerConfig | None = None, **fields: Any
+        self, stream: str, config: ConsumerConfigLike | None = None, **fields: Any
     ) -> Consumer:
         """Update a consumer; ConsumerDoesNotExistError if there is none by that name."""
         return self._upsert_consumer(stream, config, fields, "update")
 
     def create_or_update_consumer(
-        self, stream: str, config: ConsumerConfig | None = None, **fields: Any
+        self, stream: str, config: ConsumerConfigLike | None = None, **fields: Any
     ) -> Consumer:
         """Create the consumer, or update it when it exists."""
         return self._upsert_consumer(stream, config, fields, None)
@@ -230,12 +239,12 @@ class JetStream:
     def _upsert_consumer(
         self,
         stream: str,
-        config: ConsumerConfig | None,
+        config: ConsumerConfigLike | None,
         fields: dict[str, Any],
         action: str | None,
     ) -> Consumer:
         check_stream_name(stream)
-        cfg = _consumer_config(config, fields)
+        cfg = consumer_config(config, fields)
         if cfg.name is not None:
             check_consumer_name(cfg.name)
         if cfg.durable_name is not None:
@@ -248,9 +257,6 @@ class JetStream:
                 )
             name = self._new_name()
             cfg = cfg.evolve(name=name)
-        check_consumer_name(name)
-        if cfg.durable_name is not None:
-            check_consumer_name(cfg.durable_name)
         suffix = f"CONSUMER.CREATE.{stream}.{name}"
         if cfg.filter_subject and not cfg.filter_subjects:
             suffix += f".{cfg.filter_subject}"
@@ -272,15 +278,6 @@ class JetStream:
         check_stream_name(stream)
         check_consumer_name(name)
         self._api_request(f"CONSUMER.DELETE.{stream}.{name}")
-
-    def _consumer_infos(self, stream: str) -> Iterator[ConsumerInfo]:
-        check_stream_name(stream)
-        for item in self._paged(f"CONSUMER.LIST.{stream}", "consumers", {}):
-            yield ConsumerInfo.from_response(item)
-
-    def _consumer_names(self, stream: str) -> Iterator[str]:
-        check_stream_name(stream)
-        yield from self._paged(f"CONSUMER.NAMES.{stream}", "consumers", {})
 
     def ordered_consumer(self, stream: str, **options: Any) -> OrderedConsumer:
         """An ordered consumer on ``stream`` (see :mod:`jsclient.jetstream.ordered`)."""
@@ -387,8 +384,6 @@ class JetStream:
                 self._wait_for_room()
             self._pending.add(ack)
         client = self._client
-        if ack_timeout is not None:
-            ack.timer = client._scheduler.call_later(ack_timeout, self._ack_timed_out, ack)
         try:
             token = client._request_async(subject, payload, hdrs, ack)
         except BaseException:
@@ -396,8 +391,11 @@ class JetStream:
             raise
         ack.token = token
         if ack.done:
-            # Failed (disconnect, timeout) before the token was set; see _abandon.
+            # Failed (disconnect) before the token was set; see _abandon.
             client._cancel_request(token)
+        elif ack_timeout is not None:
+            # If the ack wins the race with this line, the timer finds it done.
+            ack.timer = client._scheduler.call_later(ack_timeout, self._ack_timed_out, ack)
         return ack.fut
 
     @property
@@ -439,34 +437,25 @@ class JetStream:
             finally:
                 self._stalled -= 1
 
-    def _on_reply(self, ack: _AsyncPub, msg: Msg | None) -> None:
-        # Runs on the socket reader thread: decode and complete, never block.
+    def _on_empty_reply(self, ack: _AsyncPub, msg: Msg | None) -> None:
+        # Reader thread: the connection closed (None) or a status came back.
         if msg is None:
             self._finish(ack, None, errors.ConnectionClosedError())
             return
-        data = msg.data
-        if not data:
-            st = msg.status
-            if st is not None and st[0] == 503:
-                if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack.done:
-                    ack.retries += 1
-                    ack.token = None
-                    self._client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
-                    return
-                self._finish(
-                    ack,
-                    None,
-                    errors.NoStreamResponseError(
-                        f"nats: no stream answered a publish on {ack.subject}"
-                    ),
-                )
+        st = msg.status
+        if st is not None and st[0] == 503:
+            if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack.done:
+                ack.retries += 1
+                ack.token = None
+                self._client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
                 return
-        try:
-            pub_ack = _parse_pub_ack(data)
-        except errors.Error as exc:
-            self._finish(ack, None, exc)
-            return
-        self._finish(ack, pub_ack, None)
+            exc: errors.Error = errors.NoStreamResponseError(
+                f"nats: no stream answered a publish on {ack.subject}"
+            )
+        else:
+            why = f" (status {st[0]} {st[1]})" if st is not None else ""
+            exc = errors.JetStreamError(f"nats: empty JetStream publish response{why}")
+        self._finish(ack, None, exc)
 
     def _resend(self, ack: _AsyncPub) -> None:
         # Timer thread: retry after a 503 with a fresh reply token.
@@ -581,21 +570,29 @@ class _AsyncPub:
         self.done = False
 
     def __call__(self, msg: Msg | None) -> None:
-        self.js._on_reply(self, msg)
+        # The reply, on the socket reader thread: decode and complete, never block.
+        if msg is None or not msg.data:
+            self.js._on_empty_reply(self, msg)
+            return
+        try:
+            pub_ack = _parse_pub_ack(msg.data)
+        except errors.Error as exc:
+            self.js._finish(self, None, exc)
+            return
+        self.js._finish(self, pub_ack, None)
 
 
 # -- helpers -----------------------------------------------------------------
 
 
-def _decode_api(data: bytes, subject: str) -> dict[str, Any]:
+def _decode_api(data: bytes, what: str) -> dict[str, Any]:
+    """The JSON object of an API answer, or the typed error it carries."""
     try:
         resp = json.loads(data)
     except ValueError:
         resp = None
     if not isinstance(resp, dict):
-        raise errors.JetStreamError(
-            f"nats: invalid JetStream API response on {subject}: {data[:80]!r}"
-        )
+        raise errors.JetStreamError(f"nats: invalid JetStream response ({what}): {data[:80]!r}")
     err = resp.get("error")
     if err is not None:
         raise errors.api_error(err if isinstance(err, dict) else {"description": str(err)})
@@ -603,15 +600,7 @@ def _decode_api(data: bytes, subject: str) -> dict[str, Any]:
 
 
 def _parse_pub_ack(data: bytes) -> PubAck:
-    try:
-        resp = json.loads(data)
-    except ValueError:
-        resp = None
-    if not isinstance(resp, dict):
-        raise errors.JetStreamError(f"nats: invalid JetStream publish response {data[:80]!r}")
-    err = resp.get("error")
-    if err is not None:
-        raise errors.api_error(err if isinstance(err, dict) else {"description": str(err)})
+    resp = _decode_api(data, "publish ack")
     if not resp.get("stream"):
         raise errors.JetStreamError(
             f"nats: JetStream publish response names no stream: {data[:80]!r}"
@@ -652,30 +641,3 @@ def _pub_headers(
     if expected_last_msg_id is not None:
         h[_EXPECTED_LAST_MSG_ID] = expected_last_msg_id
     return h
-
-
-def _stream_config(
-    config: StreamConfig | Mapping[str, Any] | None, fields: dict[str, Any]
-) -> StreamConfig:
-    if config is None:
-        cfg = StreamConfig(**fields)
-    elif isinstance(config, StreamConfig):
-        cfg = config.evolve(**fields) if fields else config
-    elif isinstance(config, Mapping):
-        cfg = StreamConfig(**{**config, **fields})
-    else:
-        raise TypeError(f"config must be a StreamConfig, not {type(config).__name__}")
-    check_stream_name(cfg.name)
-    return cfg
-
-
-def _consumer_config(
-    config: ConsumerConfig | Mapping[str, Any] | None, fields: dict[str, Any]
-) -> ConsumerConfig:
-    if config is None:
-        return ConsumerConfig(**fields)
-    if isinstance(config, ConsumerConfig):
-        return config.evolve(**fields) if fields else config
-    if isinstance(config, Mapping):
-        return ConsumerConfig(**{**config, **fields})
-    raise TypeError(f"config must be a ConsumerConfig, not {type(config).__name__}")

@@ -423,10 +423,13 @@ class Publisher:
         return flight._published
 
     def start(self) -> Publisher:
-        """Run both loops on threads of the publisher's own (daemon, named)."""
+        """Run both loops on threads of the publisher's own (daemon, named).
+
+        Allowed while draining (the loops finish the drain), not after stop().
+        """
         with self._lock:
-            if self._closed:
-                raise PublisherClosedError("nats: cannot start a closed publisher")
+            if self._stopped:
+                raise PublisherClosedError("nats: cannot start a stopped publisher")
             if self._threads or self._runners:
                 raise PublisherError("nats: the publisher's runners are already running")
             self._threads = [

@@ -254,6 +254,7 @@ class MessagesContext:
     def stop(self) -> None:
         """Stop pulling; a blocked or later ``next`` raises ``MsgIteratorClosedError``."""
         self._stopped = True
+        self._closed = True
         self._source.stop()
         self._q.put(STOP)
 
@@ -264,6 +265,7 @@ class MessagesContext:
 
     @property
     def closed(self) -> bool:
+        """True once ``next`` can return no more messages."""
         return self._closed
 
     @property

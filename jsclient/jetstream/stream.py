@@ -17,10 +17,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
-from jsclient.api import ConsumerConfig, ConsumerInfo, RawStreamMsg, StreamInfo
+from jsclient.api import ConsumerInfo, RawStreamMsg, StreamInfo
 from jsclient.protocol import headers as _headers
 
 if TYPE_CHECKING:
+    from jsclient.jetstream._names import ConsumerConfigLike
     from jsclient.jetstream.consumer import Consumer
     from jsclient.jetstream.context import JetStream
     from jsclient.jetstream.ordered import OrderedConsumer
@@ -167,16 +168,16 @@ class Stream:
 
     # -- consumers of this stream --------------------------------------------
 
-    def create_consumer(self, config: ConsumerConfig | None = None, **fields: Any) -> Consumer:
+    def create_consumer(self, config: ConsumerConfigLike | None = None, **fields: Any) -> Consumer:
         """``js.create_consumer`` on this stream."""
         return self._js.create_consumer(self.name, config, **fields)
 
-    def update_consumer(self, config: ConsumerConfig | None = None, **fields: Any) -> Consumer:
+    def update_consumer(self, config: ConsumerConfigLike | None = None, **fields: Any) -> Consumer:
         """``js.update_consumer`` on this stream."""
         return self._js.update_consumer(self.name, config, **fields)
 
     def create_or_update_consumer(
-        self, config: ConsumerConfig | None = None, **fields: Any
+        self, config: ConsumerConfigLike | None = None, **fields: Any
     ) -> Consumer:
         """``js.create_or_update_consumer`` on this stream."""
         return self._js.create_or_update_consumer(self.name, config, **fields)
@@ -195,11 +196,12 @@ class Stream:
 
     def consumers(self) -> Iterator[ConsumerInfo]:
         """Info of every consumer of this stream, page by page."""
-        return self._js._consumer_infos(self.name)
+        for item in self._js._paged(f"CONSUMER.LIST.{self.name}", "consumers", {}):
+            yield ConsumerInfo.from_response(item)
 
     def consumer_names(self) -> Iterator[str]:
         """Names of every consumer of this stream, page by page."""
-        return self._js._consumer_names(self.name)
+        yield from self._js._paged(f"CONSUMER.NAMES.{self.name}", "consumers", {})
 
 
 def _first_values(multi: dict[str, list[str]]) -> dict[str, str]:

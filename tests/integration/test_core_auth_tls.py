@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import ssl
 import time
 from pathlib import Path
@@ -294,3 +296,33 @@ def test_tls_reconnect(
     nc.flush(timeout=5)
     assert [sub.next_msg(timeout=5).data for _ in range(50)] == [b"%d" % i for i in range(50)]
     _roundtrip(nc, "tls.after")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
+def test_tls_stale_connection_detected(
+    nats_server_factory: NatsServerFactory,
+    core_connect: CoreConnect,
+    core_events: CoreEvents,
+    core_tls_files: TLSFiles,
+) -> None:
+    srv = nats_server_factory(jetstream=False, tls=core_tls_files.server_config())
+    nc = core_connect(
+        srv.url,
+        tls=core_tls_files.client_context(),
+        ping_interval=0.2,
+        max_pings_outstanding=1,
+        reconnect_wait=0.1,
+        reconnect_jitter_tls=0.0,
+        connect_timeout=0.5,
+        **core_events.kwargs(),
+    )
+    pid = srv.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        assert core_events.disconnected.wait(5)
+        assert [e for e in core_events.errors if type(e) is errors.StaleConnectionError]
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert core_events.reconnected.wait(10)
+    _roundtrip(nc, "tls.stale")

@@ -256,11 +256,15 @@ def test_cluster_discovery_and_failover(
     core_free_port: Callable[[], int],
 ) -> None:
     a, b = _cluster_pair(nats_server_factory, core_free_port)
-    nc = core_connect(a.url, **FAST, **core_events.kwargs())
+    discovered = threading.Event()
+    nc = core_connect(a.url, discovered_server_cb=discovered.set, **FAST, **core_events.kwargs())
     assert nc.connected_url == a.url
     core_wait_for(lambda: b.url in nc.discovered_servers, timeout=15)
     assert a.url not in nc.discovered_servers
     assert set(nc.servers) == {a.url, b.url}
+    assert discovered.wait(2)
+    ignoring = core_connect(a.url, ignore_discovered_servers=True)
+    assert ignoring.discovered_servers == [] and ignoring.servers == [a.url]
 
     got: list[Msg] = []
     nc.subscribe("cl.subj", cb=got.append)

@@ -1,0 +1,168 @@
+"""Reader-side delivery: message storage, per-subscription state, and routing by sid.
+
+This pure module is the specification of its Cython twin. It runs on the socket
+reader thread for every inbound message, so it does only bookkeeping: build
+the message, apply the pending limits, and append it to the subscription's
+batch. One queue put per batch hands the messages to the consuming thread.
+
+``route(owner, events, subs, msg_type)`` walks parser frames in order:
+
+- ``OP_MSG``: look the sid up in ``subs``; unknown sids are counted and
+  skipped. Build ``msg_type(owner, subject, reply, payload, header, size, sid)``.
+  A subscription with a ``_handler`` (library-owned, never user code) gets
+  ``_handler(msg)`` at once. Otherwise, when pending messages
+  (``_received - _consumed``) have reached ``_pending_msgs_limit``, or pending
+  bytes plus this payload would exceed ``_pending_bytes_limit``, the message is
+  dropped and counted in ``_dropped``. The first drop of an episode calls
+  ``owner._on_slow(sub)``, and ``_slow`` stays set until a message is accepted.
+  An accepted message is appended to ``_batch``. When ``_received`` reaches a
+  non-zero ``_max_msgs``, ``owner._on_max_msgs(sub)`` is called.
+- any other frame: every batch filled so far is flushed first, then
+  ``owner._control(frame)`` is called. Flushing first matters because a PONG
+  may release a drain() that closes these subscriptions.
+
+At the end every touched batch is flushed. A flushed batch is put on
+``_q`` as ``(messages, payload bytes)``; the consumer adds both to
+``_consumed``/``_out_bytes`` when it takes the batch, so it does no
+per-message bookkeeping. The return value is ``(messages, payload bytes)``
+over all MSG frames.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable
+from typing import Any
+
+
+class MsgBase:
+    """Message storage: the fields the reader fills for every inbound message.
+
+    ``_client``, ``subject``, ``reply`` ("" when absent), ``data``, ``_hdr`` (raw
+    header block or None), ``_size`` (ADR-37 size, -1 if unknown), ``sid``, and
+    the lazily filled ``_headers`` (None), ``_meta`` (None), ``_ackd`` (0).
+    """
+
+    __slots__ = (
+        "_ackd",
+        "_client",
+        "_hdr",
+        "_headers",
+        "_meta",
+        "_size",
+        "data",
+        "reply",
+        "sid",
+        "subject",
+    )
+
+    def __init__(
+        self,
+        client: Any,
+        subject: str,
+        reply: str,
+        data: bytes,
+        hdr: bytes | None = None,
+        size: int = -1,
+        sid: int = 0,
+    ) -> None:
+        self._client = client
+        self.subject = subject
+        self.reply = reply
+        self.data = data
+        self._hdr = hdr
+        self._size = size
+        self.sid = sid
+        self._headers: dict[str, str] | None = None
+        self._meta: Any = None
+        self._ackd = 0
+
+
+class SubState:
+    """Reader-side state of one subscription.
+
+    The reader writes ``_received``, ``_in_bytes``, ``_dropped``, ``_slow`` and
+    ``_batch``; the consumer writes ``_consumed`` and ``_out_bytes``. Each
+    counter has a single writer, so no lock is needed.
+    """
+
+    def __init__(
+        self,
+        sid: int,
+        pending_msgs_limit: int,
+        pending_bytes_limit: int,
+        max_msgs: int,
+        handler: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.sid = sid
+        self._pending_msgs_limit = pending_msgs_limit
+        self._pending_bytes_limit = pending_bytes_limit
+        self._max_msgs = max_msgs
+        self._handler = handler
+        self._received = 0
+        self._in_bytes = 0
+        self._consumed = 0
+        self._out_bytes = 0
+        self._dropped = 0
+        self._slow = False
+        self._batch: list[Any] = []
+        self._batch_bytes = 0
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def _flush_batch(self) -> None:
+        """Hand the collected messages to the consumer in one queue put."""
+        batch = self._batch
+        if batch:
+            self._batch = []
+            self._q.put((batch, self._batch_bytes))
+            self._batch_bytes = 0
+
+
+def route(
+    owner: Any, events: list[tuple[Any, ...]], subs: dict[int, Any], msg_type: Any
+) -> tuple[int, int]:
+    """Deliver parser frames; see the module docstring."""
+    touched: list[SubState] = []
+    n_in = 0
+    b_in = 0
+    for ev in events:
+        if ev[0] != 0:
+            for s in touched:
+                s._flush_batch()
+            touched.clear()
+            owner._control(ev)
+            continue
+        _, sid, subject, reply, hdr, payload, size = ev
+        plen = len(payload)
+        n_in += 1
+        b_in += plen
+        sub = subs.get(sid)
+        if sub is None:
+            continue
+        msg = msg_type(owner, subject, reply, payload, hdr, size, sid)
+        handler = sub._handler
+        if handler is not None:
+            handler(msg)
+            continue
+        if (
+            sub._received - sub._consumed >= sub._pending_msgs_limit
+            or sub._in_bytes - sub._out_bytes + plen > sub._pending_bytes_limit
+        ):
+            sub._dropped += 1
+            if not sub._slow:
+                sub._slow = True
+                owner._on_slow(sub)
+            continue
+        sub._slow = False
+        sub._in_bytes += plen
+        sub._received += 1
+        sub._batch_bytes += plen
+        batch = sub._batch
+        batch.append(msg)
+        if len(batch) == 1:
+            touched.append(sub)
+        if sub._max_msgs and sub._received >= sub._max_msgs:
+            owner._on_max_msgs(sub)
+    for s in touched:
+        s._flush_batch()
+    return n_in, b_in

@@ -1,0 +1,454 @@
+"""The managed publisher (jsclient.jetstream.publisher) against a real server.
+
+Runners on user threads, an executor and start(); hold/refill seen through the
+listener; per-flight timeouts with the server down; retries across a restart
+without duplicates; expectation failures; drain and stop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
+
+import pytest
+
+import jsclient
+from jsclient import errors
+from jsclient.api import PubAck
+from jsclient.client import Client
+from jsclient.jetstream import JetStream
+from jsclient.jetstream.publisher import (
+    Flight,
+    Publisher,
+    PublisherClosedError,
+    PublisherListener,
+    RetryConfig,
+)
+from jsclient.server import NatsServer
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def nc(nats_server: NatsServer) -> Iterator[Client]:
+    client = jsclient.connect(nats_server.url, reconnect_wait=0.1, max_reconnect_attempts=-1)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def js(nc: Client) -> JetStream:
+    j = nc.jetstream()
+    j.create_stream(name="S", subjects=["s.>"], storage="memory")
+    return j
+
+
+class Recorder(PublisherListener):
+    """Every callback, in order, with the publisher's in_flight at that moment."""
+
+    def __init__(self) -> None:
+        self.pub: Publisher | None = None
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, Any]] = []
+        self.timeouts: list[tuple[Flight, float]] = []
+        self.threads: set[str] = set()
+
+    def _add(self, kind: str, value: Any) -> None:
+        with self.lock:
+            self.events.append((kind, value))
+            self.threads.add(threading.current_thread().name)
+
+    def published(self, flight: Flight) -> None:
+        assert self.pub is not None
+        self._add("published", self.pub.in_flight)
+
+    def acked(self, flight: Flight) -> None:
+        self._add("acked", flight)
+
+    def completed_exceptionally(self, flight: Flight) -> None:
+        self._add("failed", flight)
+
+    def timeout(self, flight: Flight) -> None:
+        with self.lock:
+            self.timeouts.append((flight, time.monotonic() - flight.publish_time))
+        self._add("timeout", flight)
+
+    def retrying(self, flight: Flight) -> None:
+        self._add("retrying", flight)
+
+    def paused(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
+        self._add("paused", in_flight)
+
+    def resumed(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
+        self._add("resumed", in_flight)
+
+    def of(self, kind: str) -> list[Any]:
+        with self.lock:
+            return [v for k, v in self.events if k == kind]
+
+
+def _publisher(js: JetStream, **kwargs: Any) -> tuple[Publisher, Recorder]:
+    rec = Recorder()
+    pub = Publisher(js, listener=rec, **kwargs)
+    rec.pub = pub
+    return pub, rec
+
+
+def _publish_n(pub: Publisher, n: int, subject: str = "s.a") -> list[Future[Flight]]:
+    return [pub.publish_async(subject, b"m%d" % i) for i in range(n)]
+
+
+def _acks(futs: list[Future[Flight]], timeout: float = 20.0) -> list[PubAck]:
+    return [f.result(timeout).publish_ack_future.result(timeout) for f in futs]
+
+
+# -- runners -----------------------------------------------------------------
+
+
+def test_runners_on_plain_threads(js: JetStream) -> None:
+    pub, rec = _publisher(js, id_prefix="P")
+    futs = _publish_n(pub, 300)  # queued before any runner runs
+    threads = [
+        threading.Thread(target=pub.publish_runner, name="user-publish"),
+        threading.Thread(target=pub.flights_runner, name="user-flights"),
+    ]
+    for t in threads:
+        t.start()
+    acks = _acks(futs)
+    assert sorted(a.seq for a in acks) == list(range(1, 301))
+    flights = [f.result() for f in futs]
+    assert [f.id for f in flights] == [f"P-{i}" for i in range(1, 301)]
+    assert flights[7].body == b"m7" and flights[7].subject == "s.a" and flights[7].attempts == 1
+    pub.drain(timeout=10)
+    for t in threads:
+        t.join(5)
+        assert not t.is_alive()
+    assert rec.threads == {"user-publish", "user-flights"}
+    assert len(rec.of("published")) == len(rec.of("acked")) == 300
+    assert (pub.acked_count, pub.failed_count, pub.timed_out_count) == (300, 0, 0)
+    assert (pub.in_flight, pub.queued, pub.held) == (0, 0, False)
+    assert js.stream("S").info().state.messages == 300
+
+
+def test_runners_on_executor(js: JetStream) -> None:
+    pub, rec = _publisher(js, max_in_flight=20)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="exec") as pool:
+        runs = [pool.submit(pub.publish_runner), pool.submit(pub.flights_runner)]
+        futs = _publish_n(pub, 500)
+        pub.drain(timeout=20)
+        wait(runs, timeout=5)
+        assert all(r.done() and r.exception() is None for r in runs)
+    assert all(f.result(0).publish_ack_future.done() for f in futs)
+    assert pub.acked_count == 500 and len(rec.of("acked")) == 500
+    assert all(name.startswith("exec") for name in rec.threads)
+    # A second runner of the same kind is refused.
+    pub2 = Publisher(js)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first = pool.submit(pub2.flights_runner)
+        time.sleep(0.05)
+        with pytest.raises(errors.JetStreamError):
+            pub2.flights_runner()
+        pub2.stop()
+        assert first.result(5) is None
+
+
+def test_start_and_context_manager(js: JetStream) -> None:
+    with Publisher(js, id_prefix="ctx") as pub:
+        names = {t.name for t in threading.enumerate()}
+        assert {"jsclient-publisher-ctx", "jsclient-flights-ctx"} <= names
+        futs = _publish_n(pub, 100)
+    # drained on exit: every future done, threads gone, no new messages
+    assert all(f.done() and f.result().publish_ack_future.done() for f in futs)
+    assert not {"jsclient-publisher-ctx", "jsclient-flights-ctx"} & {
+        t.name for t in threading.enumerate()
+    }
+    with pytest.raises(PublisherClosedError):
+        pub.publish_async("s.a", b"late")
+    assert isinstance(PublisherClosedError(), errors.JetStreamError)
+    pub2 = Publisher(js).start()
+    try:
+        with pytest.raises(errors.JetStreamError):
+            pub2.start()
+        assert pub2.publish_async("s.b", b"x").result(5).publish_ack_future.result(5).seq == 101
+    finally:
+        pub2.drain(timeout=5)
+
+
+# -- hold / refill -------------------------------------------------------------
+
+
+def test_hold_and_refill_seen_by_listener(js: JetStream) -> None:
+    pub, rec = _publisher(js, max_in_flight=10, refill_allowed_at=3)
+    futs = _publish_n(pub, 400)
+    pub.start()
+    _acks(futs)
+    pub.drain(timeout=10)
+    events = [(k, v) for k, v in rec.events if k in ("published", "paused", "resumed")]
+    seen = [v for k, v in events if k == "published"]
+    assert len(seen) == 400 and max(seen) == 10 and min(seen) >= 1
+    assert rec.of("paused") and rec.of("resumed")
+    state = "running"
+    for i, (kind, value) in enumerate(events):
+        if kind == "paused":
+            assert state == "running" and value == 10
+            state = "held"
+        elif kind == "resumed":
+            assert state == "held" and value <= 3
+            state = "running"
+            nxt = events[i + 1] if i + 1 < len(events) else None
+            if nxt is not None and nxt[0] == "published":
+                assert nxt[1] <= 4  # publishing resumed with in-flight <= refill_allowed_at
+        else:
+            assert state == "running", "published while held"
+
+
+def test_default_refill_is_a_full_sawtooth(js: JetStream) -> None:
+    pub, rec = _publisher(js, max_in_flight=5)
+    futs = _publish_n(pub, 50)
+    pub.start()
+    _acks(futs)
+    pub.drain(timeout=10)
+    assert max(rec.of("published")) == 5
+    assert set(rec.of("resumed")) == {0}
+
+
+# -- timeouts ------------------------------------------------------------------
+
+
+def test_per_flight_timeout_with_server_down(nats_server: NatsServer, nc: Client) -> None:
+    js = nc.jetstream()
+    js.create_stream(name="S", subjects=["s.>"], storage="memory")
+    nats_server.stop()
+    deadline = time.monotonic() + 5
+    while nc.is_connected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not nc.is_connected
+    pub, rec = _publisher(js, wait_timeout=0.5, max_in_flight=20, refill_allowed_at=10)
+    pub.start()
+    futs = []
+    for i in range(40):  # staggered publish times, two windows
+        futs.append(pub.publish_async("s.a", b"%d" % i))
+        time.sleep(0.005)
+    for f in futs:
+        with pytest.raises(errors.TimeoutError):
+            f.result(10).publish_ack_future.result(10)
+    with pytest.raises(TimeoutError):  # the builtin catches it too
+        futs[0].result().publish_ack_future.result()
+    pub.drain(timeout=5)
+    assert pub.timed_out_count == 40 and len(rec.timeouts) == 40 and not rec.of("acked")
+    assert all(f.timed_out and isinstance(f.error, errors.TimeoutError) for f, _ in rec.timeouts)
+    delays = [d for _, d in rec.timeouts]
+    # each timed out on its own clock: not before wait_timeout, and not after
+    # wait_timeout + poll_time (+ scheduling margin), whatever came before it
+    assert min(delays) >= 0.5
+    assert max(delays) <= 0.5 + 0.1 + 0.15, delays
+
+
+class _FakeJS:
+    """publish_async of a context whose first ack never comes and the rest come at once."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.pending: list[Future[PubAck]] = []
+
+    def publish_async(self, subject: str, payload: bytes, **kw: Any) -> Future[PubAck]:
+        self.calls += 1
+        fut: Future[PubAck] = Future()
+        if self.calls == 1:
+            self.pending.append(fut)
+        else:
+            seq = self.calls
+            threading.Timer(
+                0.01, fut.set_result, (PubAck(stream="S", seq=seq, duplicate=None),)
+            ).start()
+        return fut
+
+
+def test_timeouts_and_acks_are_not_head_of_line() -> None:
+    fake = _FakeJS()
+    pub, rec = _publisher(fake, wait_timeout=1.0, max_in_flight=100)  # type: ignore[arg-type]
+    t0 = time.monotonic()
+    pub.start()
+    futs = _publish_n(pub, 20)
+    acked = [f.result(5).publish_ack_future.result(5) for f in futs[1:]]
+    took = time.monotonic() - t0
+    assert len(acked) == 19 and took < 0.5, took  # not held up by the silent first flight
+    with pytest.raises(errors.TimeoutError):
+        futs[0].result().publish_ack_future.result(5)
+    (flight, delay), = rec.timeouts
+    assert flight.id.endswith("-1") and 1.0 <= delay <= 1.0 + 0.1 + 0.15
+    pub.drain(timeout=5)
+
+
+# -- retries -------------------------------------------------------------------
+
+
+def test_retries_across_restart_without_duplicates(nats_server: NatsServer, nc: Client) -> None:
+    js = nc.jetstream()
+    js.create_stream(name="F", subjects=["f.>"], storage="file")
+    n = 3000
+    retry = RetryConfig(attempts=10, backoff=(0.2,))
+    pub, rec = _publisher(js, retry=retry, max_in_flight=100, refill_allowed_at=50)
+    futs = _publish_n(pub, n, "f.x")
+    pub.start()
+    # A graceful stop sometimes acks all that is in flight first; restart again
+    # (at most twice more) until some publish was caught by the disconnect.
+    for at in (300, 1100, 1900):
+        deadline = time.monotonic() + 10
+        while (pub.acked_count < at or pub.in_flight < 50) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        nats_server.restart(down_time=0.5)  # with 50..100 publishes in flight
+        if pub.retried_count:
+            break
+    pub.drain(timeout=40)
+    acks = _acks(futs, timeout=1)  # none failed
+    assert pub.acked_count == n and pub.failed_count == 0 and pub.timed_out_count == 0
+    # the flights in flight at the disconnect failed and were published again
+    retried = rec.of("retrying")
+    assert pub.retried_count == len(retried) >= 1
+    assert all(f.attempts >= 2 and f.ack is not None for f in retried)
+    assert all(isinstance(f.error, errors.PublishDisconnectedError) for f in retried)
+    state = js.stream("F").info().state
+    assert (state.messages, state.last_seq) == (n, n)
+    # every flight maps to its own stored message (a duplicate ack names the first copy)
+    assert len({a.seq for a in acks}) == n
+
+
+def test_retry_sends_flight_id_as_msg_id(js: JetStream) -> None:
+    with Publisher(js, id_prefix="R", retry=RetryConfig()) as pub:
+        a = pub.publish_async("s.a", b"1")
+        b = pub.publish_async("s.a", b"2", msg_id="mine")
+        c = pub.publish_async("s.a", b"3", headers={"Nats-Msg-Id": "hdr"})
+    with Publisher(js, id_prefix="N") as plain:
+        d = plain.publish_async("s.a", b"4")
+    stream = js.stream("S")
+    seqs = [f.result().publish_ack_future.result().seq for f in (a, b, c, d)]
+    ids = [(stream.get_msg(s).headers or {}).get("Nats-Msg-Id") for s in seqs]
+    assert ids == ["R-1", "mine", "hdr", None]
+
+
+def test_no_stream_is_retried_then_fails(js: JetStream) -> None:
+    cfg = RetryConfig(attempts=2, backoff=(0.05,))
+    pub, rec = _publisher(js, retry=cfg)
+    with pub:
+        fut = pub.publish_async("nowhere.a", b"x")
+    flight = fut.result()
+    with pytest.raises(errors.NoStreamResponseError):
+        flight.publish_ack_future.result(0)
+    assert flight.attempts == 2 and not flight.expectation_failed and not flight.timed_out
+    assert rec.of("retrying") == [flight] and rec.of("failed") == [flight]
+    assert pub.failed_count == 1 and pub.retried_count == 1
+
+
+def test_expectation_failure_is_reported_and_not_retried(js: JetStream) -> None:
+    js.publish("s.a", b"first")
+    pub, rec = _publisher(js, retry=RetryConfig(attempts=5, backoff=(0.01,)))
+    with pub:
+        bad = pub.publish_async("s.a", b"x", expected_last_seq=99)
+        stream_bad = pub.publish_async("s.a", b"y", expected_stream="OTHER")
+        good = pub.publish_async("s.b", b"z", expected_stream="S")
+    assert good.result().publish_ack_future.result().seq == 2
+    for fut, err in (
+        (bad, errors.WrongLastSequenceError),
+        (stream_bad, errors.StreamNotMatchError),
+    ):
+        flight = fut.result()  # it was published
+        with pytest.raises(err):
+            flight.publish_ack_future.result(0)
+        assert flight.expectation_failed and flight.attempts == 1
+        assert isinstance(flight.error, err)
+        assert flight.options in ({"expected_last_seq": 99}, {"expected_stream": "OTHER"})
+    assert pub.retried_count == 0 and not rec.of("retrying")
+    assert sorted(f.id for f in rec.of("failed")) == sorted((bad.result().id, stream_bad.result().id))
+
+
+# -- drain / stop / errors -----------------------------------------------------
+
+
+def test_drain_waits_for_everything_and_then_refuses(js: JetStream) -> None:
+    pub, rec = _publisher(js, max_in_flight=7)
+    futs = _publish_n(pub, 250)
+    with pytest.raises(errors.DrainTimeoutError):
+        pub.drain(timeout=0.2)  # nothing runs the loops yet
+    with pytest.raises(PublisherClosedError):
+        pub.publish_async("s.a", b"refused while draining")
+    pub.start()
+    pub.drain(timeout=10)
+    assert all(f.done() and f.result().publish_ack_future.done() for f in futs)
+    assert pub.acked_count == 250 and len(rec.of("acked")) == 250
+    with pytest.raises(PublisherClosedError):
+        pub.publish_async("s.a", b"after drain")
+
+
+def test_stop_abandons_and_refuses(js: JetStream) -> None:
+    pub = Publisher(js)
+    queued = _publish_n(pub, 5)
+    pub.stop()
+    for f in queued:
+        with pytest.raises(PublisherClosedError):
+            f.result(1)
+    with pytest.raises(PublisherClosedError):
+        pub.publish_async("s.a", b"after stop")
+    with pytest.raises(PublisherClosedError):
+        pub.start()
+
+    running = Publisher(js, poll_time=0.05).start()
+    assert running.publish_async("s.a").result(5).publish_ack_future.result(5).seq == 1
+    t0 = time.monotonic()
+    running.stop()
+    assert time.monotonic() - t0 < 1.0
+    assert not any(t.name.startswith("jsclient-publisher-") for t in threading.enumerate())
+    # a runner called after stop returns at once
+    running.publish_runner()
+    running.flights_runner()
+
+
+def test_cancelled_before_publish_is_dropped(js: JetStream) -> None:
+    pub = Publisher(js)
+    futs = _publish_n(pub, 3)
+    assert futs[1].cancel()
+    with pub:
+        pass
+    assert futs[0].result().publish_ack_future.result().seq == 1
+    assert futs[2].result().publish_ack_future.result().seq == 2
+    assert js.stream("S").info().state.messages == 2
+
+
+def test_listener_exceptions_never_kill_a_runner(js: JetStream) -> None:
+    class Boom(PublisherListener):
+        calls = 0
+
+        def published(self, flight: Flight) -> None:
+            Boom.calls += 1
+            raise RuntimeError("listener bug")
+
+        acked = published
+        paused = resumed = lambda self, *a: (_ for _ in ()).throw(ValueError("x"))  # noqa: E731
+
+    with Publisher(js, listener=Boom(), max_in_flight=3) as pub:
+        futs = _publish_n(pub, 30)
+    assert len(_acks(futs)) == 30 and Boom.calls == 60
+
+
+def test_bad_arguments(js: JetStream) -> None:
+    with pytest.raises(ValueError):
+        Publisher(js, max_in_flight=0)
+    with pytest.raises(ValueError):
+        Publisher(js, max_in_flight=5, refill_allowed_at=5)
+    with pytest.raises(ValueError):
+        Publisher(js, wait_timeout=0)
+    with pytest.raises(ValueError):
+        RetryConfig(attempts=0)
+    with pytest.raises(ValueError):
+        RetryConfig(backoff=())
+    pub = Publisher(js)
+    with pytest.raises(TypeError):
+        pub.publish_async("s.a", b"x", ack_timeout=1.0)
+    assert len(pub.id_prefix) == 22 and RetryConfig().delay(1) == 0.25
+    assert RetryConfig().delay(99) == 5.0 and RetryConfig().attempts == 2
+    pub.stop()
