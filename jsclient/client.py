@@ -83,6 +83,7 @@ class Client:
 
         self._nuid = NUID()
         self._resp_prefix: str | None = None
+        self._resp_prefix_b = b""
         self._resp_map: dict[str, _Reply | _CallbackReply] = {}
         self._resp_lock = threading.Lock()
         self._resp_tokens = itertools.count(1)
@@ -198,7 +199,12 @@ class Client:
                 raise self._too_big(plen)
             conn.send_counted(b"PUB %s %d\r\n%s\r\n" % (subj, plen, payload), plen)
             return
-        rep = self._subject_bytes(reply) if reply else b""
+        if reply:
+            # Replies are often unique (inboxes): checked, never cached.
+            commands.check_subject(reply, "reply subject")
+            rep = reply.encode()
+        else:
+            rep = b""
         if headers:
             hdr = _headers.encode(headers)
             if len(hdr) + plen > conn.max_payload:
@@ -301,7 +307,9 @@ class Client:
             with self._resp_lock:
                 if self._resp_prefix is None:
                     base = f"{self._opts.inbox_prefix}.{self._nuid.next().decode()}."
+                    commands.check_subject(base + "*", "inbox prefix")
                     self._subscribe_internal(base + "*", self._on_response)
+                    self._resp_prefix_b = base.encode()
                     self._resp_prefix = base
                 prefix = self._resp_prefix
         return prefix
@@ -327,48 +335,68 @@ class Client:
         Raises NoRespondersError when nobody listens on ``subject`` (503) and
         TimeoutError when no reply comes within ``timeout``.
         """
-        prefix = self._ensure_resp_sub()
-        token = str(next(self._resp_tokens))
         waiter = _Reply()
-        self._resp_map[token] = waiter
-        try:
-            self.publish(subject, payload, reply=prefix + token, headers=headers)
-        except BaseException:
-            self._resp_map.pop(token, None)
-            raise
+        hdr = _headers.encode(headers) if headers else None
+        token = self._send_request(subject, payload, hdr, waiter)
         if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             self._resp_map.pop(token, None)
             raise errors.TimeoutError()
         msg = waiter.msg
         if msg is None:
             raise errors.ConnectionClosedError()
-        hdr = msg._hdr
-        if hdr is not None and not msg.data:
-            st = _status_of(hdr)
+        hdr_in = msg._hdr
+        if hdr_in is not None and not msg.data:
+            st = _status_of(hdr_in)
             if st is not None and st[0] == 503:
                 raise errors.NoRespondersError()
         return msg
+
+    def _send_request(
+        self, subject: str, payload: bytes, hdr: bytes | None, waiter: _Reply | _CallbackReply
+    ) -> str:
+        """Register ``waiter`` under a fresh token and publish with the muxed reply subject."""
+        self._ensure_resp_sub()
+        token = str(next(self._resp_tokens))
+        subj = self._subject_cache.get(subject)
+        if subj is None:
+            subj = self._subject_bytes(subject)
+        reply = self._resp_prefix_b + token.encode()
+        plen = len(payload)
+        conn = self._conn
+        if hdr is None:
+            if plen > conn.max_payload:
+                raise self._too_big(plen)
+            data = b"PUB %s %s %d\r\n%s\r\n" % (subj, reply, plen, payload)
+        else:
+            if len(hdr) + plen > conn.max_payload:
+                raise self._too_big(len(hdr) + plen)
+            data = commands.hpub(subj, reply, hdr, payload)
+        self._resp_map[token] = waiter
+        try:
+            conn.send_counted(data, plen)
+        except BaseException:
+            self._resp_map.pop(token, None)
+            raise
+        return token
 
     def _request_async(
         self,
         subject: str,
         payload: bytes,
-        headers: _headers.HeadersIn | None,
+        headers: _headers.HeadersIn | bytes | None,
         on_reply: Callable[[Msg | None], None],
     ) -> str:
         """Publish with a reply token whose response calls ``on_reply`` on the reader thread.
 
-        Returns the token; ``_cancel_request(token)`` forgets it.
+        ``headers`` may be an already encoded header block. Returns the token;
+        ``_cancel_request(token)`` forgets it. ``on_reply(None)`` means the
+        connection closed first.
         """
-        prefix = self._ensure_resp_sub()
-        token = str(next(self._resp_tokens))
-        self._resp_map[token] = _CallbackReply(on_reply)
-        try:
-            self.publish(subject, payload, reply=prefix + token, headers=headers)
-        except BaseException:
-            self._resp_map.pop(token, None)
-            raise
-        return token
+        if headers is None or isinstance(headers, bytes):
+            hdr = headers
+        else:
+            hdr = _headers.encode(headers) if headers else None
+        return self._send_request(subject, payload, hdr, _CallbackReply(on_reply))
 
     def _cancel_request(self, token: str) -> None:
         self._resp_map.pop(token, None)

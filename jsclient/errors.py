@@ -306,7 +306,7 @@ class InvalidConsumerNameError(JetStreamError):
     default_message = "nats: invalid consumer name"
 
 
-class InvalidJSAckError(JetStreamError, _ne.NotJSMessageError):
+class InvalidJSAckError(JetStreamError, NotJSMessageError):
     """A reply subject is not a valid ``$JS.ACK`` subject (v1: 9 tokens, v2: 11+)."""
 
     default_message = "nats: invalid JetStream ack subject"

@@ -40,6 +40,7 @@ from jsclient.jetstream._names import (
 )
 from jsclient.jetstream.consumer import Consumer
 from jsclient.jetstream.stream import Stream
+from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:
     from jsclient.client import Client
@@ -378,14 +379,15 @@ class JetStream:
         )
         if not self._listening:
             self._listen()
-        ack = _AsyncPub(self, subject, payload, hdrs)
+        # Encoded once: retries re-send the same bytes.
+        ack = _AsyncPub(self, subject, payload, encode_headers(hdrs) if hdrs else None)
         with self._pub_lock:
             if 0 < self._max_pending <= len(self._pending):
                 self._wait_for_room()
             self._pending.add(ack)
         client = self._client
         try:
-            token = client._request_async(subject, payload, hdrs, ack)
+            token = client._request_async(subject, payload, ack.headers, ack)
         except BaseException:
             self._forget(ack)
             raise
@@ -556,9 +558,7 @@ class _AsyncPub:
 
     __slots__ = ("done", "fut", "headers", "js", "payload", "retries", "subject", "timer", "token")
 
-    def __init__(
-        self, js: JetStream, subject: str, payload: bytes, headers: HeadersIn | None
-    ) -> None:
+    def __init__(self, js: JetStream, subject: str, payload: bytes, headers: bytes | None) -> None:
         self.js = js
         self.subject = subject
         self.payload = payload

@@ -17,7 +17,7 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-MODULES = ("parser", "jsack", "status", "sizes")
+MODULES = ("parser", "jsack", "status", "sizes", "delivery")
 
 
 def _load(package: str) -> SimpleNamespace:

@@ -65,11 +65,6 @@ def test_user_password_auth(
     _roundtrip(core_connect(f"nats://alice:pa$$word@127.0.0.1:{srv.port}"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: ServerAddr.parse keeps URL credentials percent-encoded "
-    "(nats.go decodes them), so a password containing '@', ':' or '/' cannot be given in a URL",
-)
 def test_percent_encoded_url_credentials(
     nats_server_factory: NatsServerFactory, core_connect: CoreConnect
 ) -> None:

@@ -513,15 +513,7 @@ def test_context_manager_closes_on_exception(nats_server: NatsServer) -> None:
 
 # -- slow consumers -----------------------------------------------------------
 
-_SLOW_CONSUMER_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="core bug: errors.SlowConsumerError(...) raises TypeError (Error.__init__'s super() "
-    "reaches nats.errors.SlowConsumerError.__init__(subject, reply, sid, sub)), which kills "
-    "the reader thread",
-)
 
-
-@_SLOW_CONSUMER_BUG
 def test_slow_consumer_drops_and_reports(
     nats_server: NatsServer,
     core_connect: CoreConnect,
@@ -560,7 +552,6 @@ def test_slow_consumer_drops_and_reports(
     core_wait_for(lambda: handled[-1:] == [b"again"])
 
 
-@_SLOW_CONSUMER_BUG
 def test_pending_bytes_limit_drops(
     nats_server: NatsServer,
     core_connect: CoreConnect,

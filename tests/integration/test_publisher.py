@@ -280,7 +280,7 @@ def test_timeouts_and_acks_are_not_head_of_line() -> None:
     assert len(acked) == 19 and took < 0.5, took  # not held up by the silent first flight
     with pytest.raises(errors.TimeoutError):
         futs[0].result().publish_ack_future.result(5)
-    (flight, delay), = rec.timeouts
+    ((flight, delay),) = rec.timeouts
     assert flight.id.endswith("-1") and 1.0 <= delay <= 1.0 + 0.1 + 0.15
     pub.drain(timeout=5)
 
@@ -364,7 +364,9 @@ def test_expectation_failure_is_reported_and_not_retried(js: JetStream) -> None:
         assert isinstance(flight.error, err)
         assert flight.options in ({"expected_last_seq": 99}, {"expected_stream": "OTHER"})
     assert pub.retried_count == 0 and not rec.of("retrying")
-    assert sorted(f.id for f in rec.of("failed")) == sorted((bad.result().id, stream_bad.result().id))
+    assert sorted(f.id for f in rec.of("failed")) == sorted(
+        (bad.result().id, stream_bad.result().id)
+    )
 
 
 # -- drain / stop / errors -----------------------------------------------------
