@@ -10,13 +10,13 @@ later one.
 
 Two kinds of session share this machinery:
 
-- :class:`FetchBatch` (``fetch``, ``fetch_bytes``, ``fetch_no_wait``, ``next``):
-  one pull. Its small state machine runs on the reader thread (count, compare,
-  queue put); the caller iterates the messages off a ``SimpleQueue``. Fetches
-  borrow an idle inbox from the consumer's pool, so a steady stream of fetches
-  costs no SUB/UNSUB, and concurrent fetches on one consumer instance each get
-  an inbox of their own (user messages carry no token, so a shared inbox could
-  not keep them apart).
+- ``FetchBatch`` (in :mod:`jsclient.jetstream.pull`; ``fetch``, ``fetch_bytes``,
+  ``fetch_no_wait``, ``next``): one pull. Its small state machine runs on the
+  reader thread (count, compare, queue put); the caller iterates the messages
+  off a ``SimpleQueue``. Fetches borrow an idle inbox from the consumer's pool,
+  so a steady stream of fetches costs no SUB/UNSUB, and concurrent fetches on
+  one consumer instance each get an inbox of their own (user messages carry no
+  token, so a shared inbox could not keep them apart).
 - :class:`Feed` (``consume``, ``messages``): continuous pulling on a dedicated
   inbox. The reader thread only stamps the time and queues each message; the
   consuming thread (the consume dispatcher, or the caller of ``messages().next``)
@@ -33,7 +33,6 @@ from __future__ import annotations
 import itertools
 import json
 import queue
-import threading
 import time
 import weakref
 from collections import deque
@@ -72,7 +71,7 @@ WAIT_SLICE = 1.0
 EXPIRY_GUARD = 1.0
 #: A missed heartbeat is declared after this many intervals without a message.
 HEARTBEAT_FACTOR = 2.0
-_PIN_HDR = b"Nats-Pin-Id"
+PIN_HDR = b"Nats-Pin-Id"
 
 # Control items handed to the consuming thread: (kind, feed).
 _RECONNECTED = 1
@@ -80,7 +79,6 @@ _HB_MISSED = 2
 _CLOSED = 3
 #: Queued by stop()/drain() to wake the consuming thread.
 STOP = object()
-_END = object()
 
 
 class Terminal(Exception):
@@ -293,168 +291,6 @@ class Engine:
         }
 
 
-class FetchBatch:
-    """The messages of one pull request, yielded as they arrive.
-
-    Iterate it (once): iteration ends when the batch is full or the pull ended
-    (a status, the client-side guard at expires + 1 s, a missed heartbeat, the
-    connection closing). Then :attr:`error` says why a short batch ended:
-    ``None`` for ordinary ends (no messages, request timeout, expiry), else the
-    status error (``ConsumerDeletedError``, ``StatusError`` for a ``409
-    Exceeded Max*`` refusal, ``NoRespondersError``, ``NoHeartbeatError``...).
-    """
-
-    def __init__(
-        self,
-        engine: Engine,
-        batch: int,
-        max_bytes: int,
-        expires: float,
-        heartbeat: float,
-        no_wait: bool = False,
-        group: str | None = None,
-    ) -> None:
-        self._engine = engine
-        self._batch = batch
-        self._max_bytes = max_bytes
-        self._heartbeat = heartbeat
-        self._ack_none = engine.ack_none
-        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._put = self._q.put
-        self._count = 0
-        self._bytes = 0
-        self._last = _mono()
-        self._ended = False
-        self._done = False
-        self._error: BaseException | None = None
-        self._lock = threading.Lock()
-        self._timers: list[TimerHandle] = []
-        guard = (engine.js._timeout if no_wait else expires) + EXPIRY_GUARD
-        self._deadline = self._last + guard
-        inbox = engine.take_inbox()
-        self._inbox = inbox
-        self._reply = inbox.prefix + str(next(engine.tokens))
-        sched = engine.client._scheduler
-        self._timers.append(sched.call_later(guard, self._end, None))
-        if heartbeat > 0:
-            self._timers.append(sched.call_later(heartbeat, self._watch))
-        engine.fetches_open += 1
-        inbox.target = self._on_msg
-        try:
-            engine.publish_pull(self._reply, batch, max_bytes, expires, heartbeat, no_wait, group)
-        except BaseException:
-            self._end(None)
-            raise
-
-    # -- reader thread -----------------------------------------------------
-
-    def _on_msg(self, msg: Msg) -> None:
-        hdr = msg._hdr
-        if hdr is not None:
-            if not msg.data:
-                st = _status_of(hdr)
-                if st is not None:
-                    self._on_status(msg.subject, st[0], st[1])
-                    return
-            if _PIN_HDR in hdr:
-                self._engine.remember_pin(hdr)
-        if self._ended:
-            return
-        self._last = _mono()
-        if self._ack_none:
-            msg._ackd = ACK_NONE_POLICY
-        self._put(msg)
-        n = self._count + 1
-        self._count = n
-        if n >= self._batch:
-            self._end(None)
-        elif self._max_bytes:
-            self._bytes += msg.size
-            if self._bytes >= self._max_bytes:
-                self._end(None)
-
-    def _on_status(self, subject: str, code: int, description: str) -> None:
-        if subject != self._reply:
-            return  # a status of an earlier pull on this inbox
-        self._last = _mono()
-        kind = _classify(code, description)
-        if kind in (HEARTBEAT, FLOW_CONTROL):
-            return
-        if kind in (NO_MESSAGES, REQUEST_TIMEOUT, PULL_ENDED):
-            self._end(None)
-            return
-        if kind == RESET and code == 423:
-            self._engine.pin_id = None
-        self._end(status_error(code, description, kind))
-
-    # -- timer thread ------------------------------------------------------
-
-    def _watch(self) -> None:
-        if self._ended:
-            return
-        hb = self._heartbeat
-        if _mono() - self._last > HEARTBEAT_FACTOR * hb:
-            self._end(errors.NoHeartbeatError())
-            return
-        self._timers.append(self._engine.client._scheduler.call_later(hb, self._watch))
-
-    # -- any thread --------------------------------------------------------
-
-    def _end(self, error: BaseException | None) -> None:
-        with self._lock:
-            if self._ended:
-                return
-            self._ended = True
-        self._error = error
-        for t in self._timers:
-            t.cancel()
-        engine = self._engine
-        inbox = self._inbox
-        inbox.target = None
-        engine.free.append(inbox)
-        engine.fetches_open -= 1
-        engine.fetch_delivered += self._count
-        self._put(_END)
-
-    # -- caller's thread -----------------------------------------------------
-
-    @property
-    def error(self) -> BaseException | None:
-        """Why the pull ended short (``None``: normal end, or not ended yet)."""
-        return self._error
-
-    @property
-    def done(self) -> bool:
-        """True once iteration has reached the end of the batch."""
-        return self._done
-
-    def drained(self) -> bool:
-        """True when the pull has ended and every message of it was read."""
-        return self._done or (self._ended and self._q.qsize() <= 1)
-
-    def __iter__(self) -> FetchBatch:
-        return self
-
-    def __next__(self) -> Msg:
-        if self._done:
-            raise StopIteration
-        get = self._q.get
-        while True:
-            try:
-                item = get(True, WAIT_SLICE)
-            except queue.Empty:
-                if self._engine.client.is_closed:
-                    self._end(errors.ConnectionClosedError())
-                elif _mono() > self._deadline + WAIT_SLICE:
-                    self._end(None)  # the timer thread is gone or late
-                continue
-            if item is _END:
-                self._done = True
-                raise StopIteration
-            msg: Msg = item
-            return msg
-
-
 class Feed:
     """One continuous pull session (consume / messages) on a dedicated inbox.
 
@@ -479,6 +315,7 @@ class Feed:
             opts.max_messages, opts.max_bytes, opts.threshold_messages, opts.threshold_bytes
         )
         self.bytes_mode = opts.max_bytes > 0
+        self.ack_none = engine.ack_none
         self.last = _mono()
         self.paused = False
         self.stopped = False
@@ -575,10 +412,10 @@ class Feed:
                     if st is not None:
                         self._on_status(msg, st[0], st[1], hdr)
                         return None
-                if _PIN_HDR in hdr:
+                if PIN_HDR in hdr:
                     self.engine.remember_pin(hdr)
             self.counter.on_message(msg.size)
-            if self.engine.ack_none:
+            if self.ack_none:
                 msg._ackd = ACK_NONE_POLICY
             self.delivered += 1
             if not self.paused:

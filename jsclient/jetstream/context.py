@@ -22,12 +22,13 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
 from jsclient import errors
+from jsclient._future import LightFuture
 from jsclient._threads import TimerHandle
 from jsclient.api import AccountInfo, ConsumerInfo, PubAck, StreamInfo
 from jsclient.jetstream._names import (
@@ -494,12 +495,7 @@ class JetStream:
         # set_result/set_exception refuse a done future (and ours cannot be
         # cancelled), so exactly one of reply, timeout and disconnect wins.
         fut = ack.fut
-        try:
-            if exc is None:
-                fut.set_result(result)  # type: ignore[arg-type]
-            else:
-                fut.set_exception(exc)
-        except InvalidStateError:
+        if not (fut.try_set_result(result) if exc is None else fut.try_set_exception(exc)):
             return False
         ack.done = True
         timer = ack.timer
@@ -546,8 +542,11 @@ class JetStream:
             self._abandon(ack, exc_type())
 
 
-class _PubFuture(Future[PubAck]):
-    """A publish's future; it cannot be cancelled (that would leak its window slot)."""
+class _PubFuture(LightFuture[PubAck]):
+    """A publish's future; it cannot be cancelled (that would leak its window slot).
+
+    A LightFuture: no Condition is allocated unless someone waits on it.
+    """
 
     def cancel(self) -> bool:
         return False
@@ -563,7 +562,7 @@ class _AsyncPub:
         self.subject = subject
         self.payload = payload
         self.headers = headers
-        self.fut: Future[PubAck] = _PubFuture()
+        self.fut: _PubFuture = _PubFuture()
         self.token: str | None = None
         self.timer: TimerHandle | None = None
         self.retries = 0

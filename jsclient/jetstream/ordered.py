@@ -35,14 +35,19 @@ from jsclient.jetstream._pull_engine import (
     TERMINAL,
     Engine,
     Feed,
-    FetchBatch,
     PullOptions,
     Terminal,
     continuous_options,
     fetch_heartbeat,
     positive_int,
 )
-from jsclient.jetstream.pull import ConsumeContext, ErrorCallback, MessagesContext, SourceFactory
+from jsclient.jetstream.pull import (
+    ConsumeContext,
+    ErrorCallback,
+    FetchBatch,
+    MessagesContext,
+    SourceFactory,
+)
 from jsclient.msg import Msg
 
 if TYPE_CHECKING:

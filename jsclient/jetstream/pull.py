@@ -23,23 +23,32 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jsclient import errors
-from jsclient._threads import log
+from jsclient import _impl, errors
+from jsclient._threads import TimerHandle, log
 from jsclient.client import Client
 from jsclient.jetstream._pull_engine import (
     BYTES_MODE_BATCH,
+    EXPIRY_GUARD,
+    FLOW_CONTROL,
+    HEARTBEAT,
+    HEARTBEAT_FACTOR,
+    NO_MESSAGES,
+    PIN_HDR,
+    PULL_ENDED,
+    REQUEST_TIMEOUT,
+    RESET,
     STOP,
     WAIT_SLICE,
     Engine,
     Feed,
-    FetchBatch,
     PullOptions,
     Terminal,
     continuous_options,
     fetch_heartbeat,
     positive_int,
+    status_error,
 )
-from jsclient.msg import Msg
+from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
     from jsclient.jetstream.context import JetStream
@@ -53,6 +62,9 @@ __all__ = [
 
 ErrorCallback = Callable[[BaseException], Any]
 _mono = time.monotonic
+_status_of = _impl.status.status_of
+_classify = _impl.status.classify
+_END = object()
 
 
 class Source(Protocol):
@@ -82,6 +94,169 @@ class _Reporter:
             self.client._run_callback(self.error_cb, exc)
         else:
             self.client._report_error(exc)
+
+
+class FetchBatch:
+    """The messages of one pull request, yielded as they arrive.
+
+    Iterate it (once): iteration ends when the batch is full or the pull ended
+    (a status, the client-side guard at expires + 1 s, a missed heartbeat, the
+    connection closing). Then :attr:`error` says why a short batch ended:
+    ``None`` for ordinary ends (no messages, request timeout, expiry), else the
+    status error (``ConsumerDeletedError``, ``StatusError`` for a ``409
+    Exceeded Max*`` refusal, ``NoRespondersError``, ``NoHeartbeatError``...).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        batch: int,
+        max_bytes: int,
+        expires: float,
+        heartbeat: float,
+        no_wait: bool = False,
+        group: str | None = None,
+    ) -> None:
+        self._engine = engine
+        self._batch = batch
+        self._max_bytes = max_bytes
+        self._heartbeat = heartbeat
+        self._ack_none = engine.ack_none
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._put = self._q.put
+        self._count = 0
+        self._bytes = 0
+        self._last = _mono()
+        self._ended = False
+        self._done = False
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._timers: list[TimerHandle] = []
+        guard = (engine.js._timeout if no_wait else expires) + EXPIRY_GUARD
+        self._deadline = self._last + guard
+        inbox = engine.take_inbox()
+        self._inbox = inbox
+        self._reply = inbox.prefix + str(next(engine.tokens))
+        sched = engine.client._scheduler
+        self._timers.append(sched.call_later(guard, self._end, None))
+        if heartbeat > 0:
+            self._timers.append(sched.call_later(heartbeat, self._watch))
+        engine.fetches_open += 1
+        inbox.target = self._on_msg
+        try:
+            engine.publish_pull(self._reply, batch, max_bytes, expires, heartbeat, no_wait, group)
+        except BaseException:
+            self._end(None)
+            raise
+
+    # -- reader thread -----------------------------------------------------
+
+    def _on_msg(self, msg: Msg) -> None:
+        hdr = msg._hdr
+        if hdr is not None:
+            if not msg.data:
+                st = _status_of(hdr)
+                if st is not None:
+                    self._on_status(msg.subject, st[0], st[1])
+                    return
+            if PIN_HDR in hdr:
+                self._engine.remember_pin(hdr)
+        if self._ended:
+            return
+        if self._heartbeat:
+            self._last = _mono()
+        if self._ack_none:
+            msg._ackd = ACK_NONE_POLICY
+        self._put(msg)
+        n = self._count + 1
+        self._count = n
+        if n >= self._batch:
+            self._end(None)
+        elif self._max_bytes:
+            self._bytes += msg.size
+            if self._bytes >= self._max_bytes:
+                self._end(None)
+
+    def _on_status(self, subject: str, code: int, description: str) -> None:
+        if subject != self._reply:
+            return  # a status of an earlier pull on this inbox
+        self._last = _mono()
+        kind = _classify(code, description)
+        if kind in (HEARTBEAT, FLOW_CONTROL):
+            return
+        if kind in (NO_MESSAGES, REQUEST_TIMEOUT, PULL_ENDED):
+            self._end(None)
+            return
+        if kind == RESET and code == 423:
+            self._engine.pin_id = None
+        self._end(status_error(code, description, kind))
+
+    # -- timer thread ------------------------------------------------------
+
+    def _watch(self) -> None:
+        if self._ended:
+            return
+        hb = self._heartbeat
+        if _mono() - self._last > HEARTBEAT_FACTOR * hb:
+            self._end(errors.NoHeartbeatError())
+            return
+        self._timers.append(self._engine.client._scheduler.call_later(hb, self._watch))
+
+    # -- any thread --------------------------------------------------------
+
+    def _end(self, error: BaseException | None) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        self._error = error
+        for t in self._timers:
+            t.cancel()
+        engine = self._engine
+        inbox = self._inbox
+        inbox.target = None
+        engine.free.append(inbox)
+        engine.fetches_open -= 1
+        engine.fetch_delivered += self._count
+        self._put(_END)
+
+    # -- caller's thread -----------------------------------------------------
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the pull ended short (``None``: normal end, or not ended yet)."""
+        return self._error
+
+    @property
+    def done(self) -> bool:
+        """True once iteration has reached the end of the batch."""
+        return self._done
+
+    def drained(self) -> bool:
+        """True when the pull has ended and every message of it was read."""
+        return self._done or (self._ended and self._q.qsize() <= 1)
+
+    def __iter__(self) -> FetchBatch:
+        return self
+
+    def __next__(self) -> Msg:
+        if self._done:
+            raise StopIteration
+        get = self._q.get
+        while True:
+            try:
+                item = get(True, WAIT_SLICE)
+            except queue.Empty:
+                if self._engine.client.is_closed:
+                    self._end(errors.ConnectionClosedError())
+                elif _mono() > self._deadline + WAIT_SLICE:
+                    self._end(None)  # the timer thread is gone or late
+                continue
+            if item is _END:
+                self._done = True
+                raise StopIteration
+            msg: Msg = item
+            return msg
 
 
 class ConsumeContext:

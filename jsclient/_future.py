@@ -1,0 +1,124 @@
+"""A ``concurrent.futures.Future`` that creates its Condition only when someone waits.
+
+``publish_async`` makes one future per message, and the stock ``Future``
+allocates a ``Condition`` and an ``RLock`` for each. Most of these futures are
+never waited on one by one: they are completed by the reader thread and read
+after ``publish_async_complete()``. So here the condition is made lazily, the
+first time a caller needs it (``result()``, ``exception()``, ``wait()``,
+``as_completed()``, ``add_done_callback()``).
+
+Why completing without the condition is safe: ``_complete`` stores the
+outcome and sets ``_state`` before it looks for a condition. A waiter creates
+the condition first and checks ``_state`` while holding it. So either the
+completer sees the condition and notifies it, or the waiter sees FINISHED.
+Creating the condition is serialised by one module lock, because two waiters
+may race to create it.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from concurrent.futures._base import FINISHED, PENDING
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_create_lock = threading.Lock()
+
+
+class LightFuture(Future[T]):
+    """A Future whose Condition is allocated on first wait."""
+
+    def __init__(self) -> None:  # deliberately not calling Future.__init__
+        self._state = PENDING
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._waiters: list[Any] = []
+        self._done_callbacks: list[Any] = []
+        self._cond: threading.Condition | None = None
+
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        cond = self._cond
+        if cond is None:
+            with _create_lock:
+                cond = self._cond
+                if cond is None:
+                    cond = self._cond = threading.Condition()
+        return cond
+
+    def _complete(self, result: Any, exc: BaseException | None) -> bool:
+        """Finish the future; False if it was already finished."""
+        cond = self._cond
+        if cond is None:
+            if self._state == FINISHED:
+                return False
+            self._result = result
+            self._exception = exc
+            self._state = FINISHED
+            cond = self._cond  # a waiter may have appeared meanwhile
+            if cond is None:
+                self._run_callbacks()
+                return True
+            with cond:
+                self._notify(cond)
+            self._run_callbacks()
+            return True
+        with cond:
+            if self._state == FINISHED:
+                return False
+            self._result = result
+            self._exception = exc
+            self._state = FINISHED
+            self._notify(cond)
+        self._run_callbacks()
+        return True
+
+    def _notify(self, cond: threading.Condition) -> None:
+        for waiter in self._waiters:
+            if self._exception is None:
+                waiter.add_result(self)
+            else:
+                waiter.add_exception(self)
+        cond.notify_all()
+
+    def _run_callbacks(self) -> None:
+        if self._done_callbacks:
+            self._invoke_callbacks()  # type: ignore[attr-defined]
+
+    def set_result(self, result: T) -> None:
+        if not self._complete(result, None):
+            from concurrent.futures import InvalidStateError
+
+            raise InvalidStateError(f"{self._state}: {self!r}")
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        if not self._complete(None, exception):
+            from concurrent.futures import InvalidStateError
+
+            raise InvalidStateError(f"{self._state}: {self!r}")
+
+    def try_set_result(self, result: T | None) -> bool:
+        """Complete with a result unless already done; True if this call completed it."""
+        return self._complete(result, None)
+
+    def try_set_exception(self, exc: BaseException) -> bool:
+        """Complete with an error unless already done; True if this call completed it."""
+        return self._complete(None, exc)
+
+    def done(self) -> bool:
+        return self._state == FINISHED or super().done()
+
+    def result(self, timeout: float | None = None) -> T:
+        if self._state == FINISHED:
+            if self._exception is not None:
+                raise self._exception
+            value: T = self._result
+            return value
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == FINISHED:
+            return self._exception
+        return super().exception(timeout)
