@@ -541,7 +541,7 @@ class Client:
         closed = errors.ConnectionClosedError()
         for sub in list(self._subs.values()):
             if isinstance(sub, Subscription):
-                sub._finish(closed)
+                sub._finish(closed, discard=True)
         self._subs.clear()
         for token in list(self._resp_map):
             waiter = self._resp_map.pop(token, None)

@@ -84,6 +84,7 @@ class Subscription(SubState):
         self._cb = cb
         self._local: deque[Msg] = deque()  # consumer-side messages already taken off _q
         self._closed = False
+        self._discard = False  # unsubscribe()/close(): queued messages are dropped
         self._draining = False
         self._dispatcher: threading.Thread | None = None
         self._idle = threading.Event()
@@ -99,8 +100,14 @@ class Subscription(SubState):
 
     # -- reader side -------------------------------------------------------
 
-    def _finish(self, error: BaseException | None) -> None:
-        """End the subscription: readers see the sentinel after what is queued."""
+    def _finish(self, error: BaseException | None, discard: bool = False) -> None:
+        """End the subscription: readers see the sentinel after what is queued.
+
+        With ``discard`` (unsubscribe, close) nothing queued is delivered any
+        more; drain and auto-unsubscribe keep it.
+        """
+        if discard:
+            self._discard = True
         if not self._closed:
             self._closed = True
             self._q.put(_Closed(error))
@@ -109,6 +116,9 @@ class Subscription(SubState):
         """Consumer side: the next message, or raise queue.Empty / the close reason."""
         local = self._local
         while True:
+            if self._discard:
+                local.clear()
+                self._discard_queued()
             try:
                 return local.popleft()
             except IndexError:
@@ -128,6 +138,18 @@ class Subscription(SubState):
                 continue
             self._q.put(item)  # keep the sentinel for other readers
             raise _Ended(item.error)
+
+    def _discard_queued(self) -> None:
+        """Drop queued batches up to the sentinel, which stays for other readers."""
+        q = self._q
+        while True:
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                return
+            if type(item) is not tuple:
+                q.put(item)
+                raise _Ended(item.error)
 
     def next_msg(self, timeout: float | None = 1.0) -> Msg:
         """The next message; TimeoutError if none arrives within ``timeout`` seconds."""
@@ -182,11 +204,13 @@ class Subscription(SubState):
 
     @property
     def pending_msgs(self) -> int:
-        return max(0, self._received - self._consumed)
+        """Messages received and not yet handed to the user (queued or in the local batch)."""
+        return max(0, self._received - self._consumed) + len(self._local)
 
     @property
     def pending_bytes(self) -> int:
-        return max(0, self._in_bytes - self._out_bytes)
+        local = sum(len(m.data) for m in list(self._local))
+        return max(0, self._in_bytes - self._out_bytes) + local
 
     @property
     def delivered(self) -> int:
@@ -211,7 +235,7 @@ class Subscription(SubState):
             return
         self._client._send_unsub(self.sid, 0)
         self._client._remove_sub(self.sid)
-        self._finish(None)
+        self._finish(None, discard=True)
 
     def drain(self, timeout: float | None = 30.0) -> None:
         """Unsubscribe, let the server's in-flight messages arrive, and process what is queued.

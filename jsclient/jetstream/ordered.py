@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -198,8 +199,9 @@ class OrderedConsumer:
         except errors.Error as exc:  # gone already, or the server is away: it expires anyway
             log.debug("jsclient: deleting replaced ordered consumer %s: %s", name, exc)
 
-    def _reset(self, wake: threading.Event | None = None) -> Engine:
-        """Recreate with backoff; raises the last error after ``max_reset_attempts``."""
+    def _reset(self, wake: threading.Event | None = None, deadline: float | None = None) -> Engine:
+        """Recreate with backoff; raises the last error after ``max_reset_attempts``
+        (or when the next attempt would come after ``deadline``, a monotonic time)."""
         delay = _BACKOFF_FIRST
         attempt = 0
         while True:
@@ -209,6 +211,8 @@ class OrderedConsumer:
             except errors.Error as exc:
                 limit = self._max_reset_attempts
                 if limit is not None and attempt >= limit:
+                    raise
+                if deadline is not None and time.monotonic() + delay > deadline:
                     raise
                 log.debug("jsclient: ordered consumer reset attempt %d failed: %s", attempt, exc)
             if wake is not None:
@@ -237,7 +241,7 @@ class OrderedConsumer:
 
     # -- fetch / next ----------------------------------------------------------
 
-    def _ready_engine(self) -> Engine:
+    def _ready_engine(self, deadline: float) -> Engine:
         if self._busy:
             raise OrderedConsumerBusyError()
         batch = self._batch
@@ -245,30 +249,33 @@ class OrderedConsumer:
             batch.abandon()
             self._needs_reset = True
         if self._needs_reset or self._engine is None:
-            return self._reset()
+            return self._reset(deadline=deadline)
         return self._engine
 
     def fetch(
         self, max_messages: int = 100, *, expires: float = 30.0, heartbeat: float | None = None
     ) -> _OrderedBatch:
-        """Up to ``max_messages`` in order (see ``Consumer.fetch``)."""
+        """Up to ``max_messages`` in order (see ``Consumer.fetch``).
+
+        A pending reset happens first, retried with backoff for at most ``expires``."""
         n = positive_int("max_messages", max_messages)
         hb = fetch_heartbeat(expires, heartbeat)
-        return self._start_batch(lambda e: FetchBatch(e, n, 0, expires, hb))
+        return self._start_batch(lambda e: FetchBatch(e, n, 0, expires, hb), expires)
 
     def fetch_bytes(
         self, max_bytes: int, *, expires: float = 30.0, heartbeat: float | None = None
     ) -> _OrderedBatch:
         limit = positive_int("max_bytes", max_bytes)
         hb = fetch_heartbeat(expires, heartbeat)
-        return self._start_batch(lambda e: FetchBatch(e, 1_000_000, limit, expires, hb))
+        return self._start_batch(lambda e: FetchBatch(e, 1_000_000, limit, expires, hb), expires)
 
     def fetch_no_wait(self, max_messages: int = 100) -> _OrderedBatch:
         n = positive_int("max_messages", max_messages)
-        return self._start_batch(lambda e: FetchBatch(e, n, 0, 0.0, 0.0, True))
+        return self._start_batch(lambda e: FetchBatch(e, n, 0, 0.0, 0.0, True), self._js._timeout)
 
-    def _start_batch(self, make: Callable[[Engine], FetchBatch]) -> _OrderedBatch:
-        batch = _OrderedBatch(self, make, self._ready_engine())
+    def _start_batch(self, make: Callable[[Engine], FetchBatch], wait: float) -> _OrderedBatch:
+        deadline = time.monotonic() + wait
+        batch = _OrderedBatch(self, make, self._ready_engine(deadline), deadline)
         self._batch = batch
         return batch
 
@@ -385,18 +392,25 @@ class _OrderedBatch:
     """A fetch batch that checks order; a gap ends it early (the next fetch resets)."""
 
     def __init__(
-        self, oc: OrderedConsumer, make: Callable[[Engine], FetchBatch], engine: Engine
+        self,
+        oc: OrderedConsumer,
+        make: Callable[[Engine], FetchBatch],
+        engine: Engine,
+        deadline: float,
     ) -> None:
         self._oc = oc
         self._make = make
+        self._deadline = deadline
         self._inner = make(engine)
         self._yielded = 0
         self._retried = False
         self._done = False
+        self._error: BaseException | None = None
 
     @property
     def error(self) -> BaseException | None:
-        return self._inner.error
+        """Why the batch ended short (see ``FetchBatch.error``)."""
+        return self._error or self._inner.error
 
     @property
     def done(self) -> bool:
@@ -421,7 +435,12 @@ class _OrderedBatch:
                     oc._needs_reset = True
                     if not self._retried and self._yielded == 0:
                         self._retried = True
-                        self._inner = self._make(oc._reset())
+                        try:
+                            self._inner = self._make(oc._reset(deadline=self._deadline))
+                        except errors.Error as exc:
+                            self._error = exc
+                            self._done = True
+                            break
                         continue
                 elif isinstance(err, errors.NoHeartbeatError):
                     oc._needs_reset = True

@@ -148,11 +148,14 @@ class Flight:
 
     ``publish_time`` is the ``time.monotonic()`` of the latest publish attempt
     (0.0 before the first); ``publish_ack_future`` completes with the PubAck or
-    the final error. Once settled, exactly one of ``ack`` / ``error`` is set;
-    ``timed_out`` and ``expectation_failed`` tell the failures apart.
+    the final error (it is made on first access: a caller that only uses the
+    listener never pays for it, nor keeps one alive per queued message). Once
+    settled, exactly one of ``ack`` / ``error`` is set; ``timed_out`` and
+    ``expectation_failed`` tell the failures apart.
     """
 
     __slots__ = (
+        "_ack_future",
         "_announced",
         "_first_time",
         "_fut",
@@ -168,7 +171,6 @@ class Flight:
         "headers",
         "id",
         "options",
-        "publish_ack_future",
         "publish_time",
         "subject",
         "timed_out",
@@ -188,7 +190,7 @@ class Flight:
         self.headers = headers
         self.options = options
         self.publish_time = 0.0
-        self.publish_ack_future: Future[PubAck] = Future()
+        self._ack_future: Future[PubAck] | None = None
         self.attempts = 0
         self.ack: PubAck | None = None
         self.error: BaseException | None = None
@@ -201,6 +203,12 @@ class Flight:
         self._first_time = 0.0
         self._announced = False
         self._settled = False  # claimed by the flights runner or by stop(), under the lock
+
+    @property
+    def publish_ack_future(self) -> Future[PubAck]:
+        """Completes with the PubAck, or fails with the flight's final error."""
+        fut = self._ack_future
+        return fut if fut is not None else self._owner._make_ack_future(self)
 
     def _on_done(self, fut: Future[PubAck]) -> None:
         self._owner._attempt_done(self, fut)
@@ -568,7 +576,8 @@ class Publisher:
                     self._queue.extendleft(reversed(batch[i:]))  # stop() settles them
                 return
             if not flight._published.set_running_or_notify_cancel():
-                _set(flight.publish_ack_future, exc=CancelledError())
+                flight.error = CancelledError()
+                self._abandon([flight])
                 continue
             in_flight.add(flight)
             fut = self._attempt(flight)
@@ -709,17 +718,16 @@ class Publisher:
 
     def _settle(self, settled: list[tuple[Flight, int]]) -> None:
         lock, in_flight = self._lock, self._in_flight
-        mine: list[tuple[Flight, int]] = []
+        mine: list[tuple[Flight, int, Future[PubAck] | None]] = []
         with lock:
-            for item in settled:
-                flight = item[0]
+            for flight, kind in settled:
                 if not flight._settled:  # else stop() got there first
                     flight._settled = True
                     in_flight.discard(flight)
-                    mine.append(item)
-                    if item[1] == _ACKED:
+                    mine.append((flight, kind, flight._ack_future))
+                    if kind == _ACKED:
                         self._acked += 1
-                    elif item[1] == _FAILED:
+                    elif kind == _FAILED:
                         self._failed += 1
                     else:
                         self._timed_out += 1
@@ -727,13 +735,15 @@ class Publisher:
             if self._held and len(in_flight) <= self.refill_allowed_at:
                 self._lift()
         try:
-            for flight, kind in mine:
+            for flight, kind, fut in mine:
                 if kind == _ACKED:
-                    _set(flight.publish_ack_future, flight.ack)
+                    if fut is not None:
+                        _set(fut, flight.ack)
                     if self._on_acked is not None:
                         _call(self._on_acked, flight)
                     continue
-                _set(flight.publish_ack_future, exc=flight.error)
+                if fut is not None:
+                    _set(fut, exc=flight.error)
                 if not flight._announced:
                     _set(flight._published, exc=flight.error)
                 hook = self._on_failed if kind == _FAILED else self._on_timeout
@@ -836,21 +846,39 @@ class Publisher:
             if t is not me:
                 t.join(timeout)
 
-    def _abandon(self) -> None:
-        """After stop(): fail every message not settled yet."""
+    def _make_ack_future(self, flight: Flight) -> Future[PubAck]:
         with self._lock:
-            # list() first: the publish runner may add to the set without the lock.
-            victims = [f for f in list(self._queue) + list(self._in_flight) if not f._settled]
-            self._queue.clear()
-            self._in_flight.clear()
-            self._done.clear()
-            for f in victims:
+            fut = flight._ack_future
+            if fut is not None:
+                return fut
+            fut = flight._ack_future = Future()
+            settled = flight._settled  # else _settle()/_abandon() will complete it
+        if settled:
+            _set(fut, flight.ack, None if flight.ack is not None else flight.error)
+        return fut
+
+    def _abandon(self, flights: list[Flight] | None = None) -> None:
+        """Fail ``flights``, or after stop() every message not settled yet."""
+        with self._lock:
+            if flights is None:
+                # list() first: the publish runner may add to the set without the lock.
+                flights = list(self._queue) + list(self._in_flight)
+                self._queue.clear()
+                self._in_flight.clear()
+                self._done.clear()
+            victims = [(f, f._ack_future) for f in flights if not f._settled]
+            for f, _ in victims:
                 f._settled = True
                 f._fut = None
+                if not isinstance(f.error, CancelledError):
+                    f.ack = None
+                    f.error = PublisherClosedError(
+                        "nats: the publisher stopped before the message was acked"
+                    )
             self._failed += len(victims)
             self._idle.notify_all()
-        for f in victims:
-            exc = PublisherClosedError("nats: the publisher stopped before the message was acked")
-            _set(f.publish_ack_future, exc=exc)
+        for f, fut in victims:
+            if fut is not None:
+                _set(fut, exc=f.error)
             if not f._announced:
-                _set(f._published, exc=exc)
+                _set(f._published, exc=f.error)

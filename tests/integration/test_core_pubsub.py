@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import nats.errors
 import pytest
@@ -668,3 +668,36 @@ def test_concurrent_publishers_keep_per_thread_order(
         by_thread[int(tid)].append(int(i))
     assert all(v == list(range(per_thread)) for v in by_thread.values())
     assert nc.stats["out_msgs"] == n_threads * per_thread
+
+
+def test_unsubscribe_stops_delivery_of_queued_messages(
+    core_connect: Any, core_wait_for: Any
+) -> None:
+    """nats.go semantics: after unsubscribe() no queued message reaches the callback."""
+    from jsclient.server import NatsServer
+
+    with NatsServer(jetstream=False) as srv:
+        nc = core_connect(srv.url)
+        gate = threading.Event()
+        seen: list[bytes] = []
+
+        def slow(msg: Any) -> None:
+            gate.wait(5)
+            seen.append(msg.data)
+
+        sub = nc.subscribe("u.q", cb=slow)
+        for i in range(50):
+            nc.publish("u.q", str(i).encode())
+        nc.flush()
+        core_wait_for(lambda: sub.pending_msgs >= 49)
+        sub.unsubscribe()
+        gate.set()
+        sub._dispatcher.join(5)
+        assert len(seen) <= 1
+        it_sub = nc.subscribe("u.it")
+        for _ in range(5):
+            nc.publish("u.it", b"x")
+        nc.flush()
+        core_wait_for(lambda: it_sub.pending_msgs == 5)
+        it_sub.unsubscribe()
+        assert list(it_sub) == []
