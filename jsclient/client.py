@@ -221,6 +221,16 @@ class Client:
             f"nats: payload of {size} bytes exceeds max_payload {self._conn.max_payload}"
         )
 
+    def _publish_ack(self, subject: str, body: bytes) -> None:
+        """Publish an ack to a server-made ``$JS.ACK`` subject.
+
+        Every ack subject is unique, so it bypasses the subject cache (it
+        would only churn it); the server made it, so it is not re-validated.
+        """
+        self._conn.send_counted(
+            b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body)
+        )
+
     def _publish_raw(self, data: bytes, payload_len: int) -> None:
         """Send an already encoded PUB/HPUB (JetStream fast paths)."""
         self._conn.send_counted(data, payload_len)

@@ -157,7 +157,7 @@ class Msg(MsgBase):
         if self._ack_state() != ACK_NOT_YET:
             return
         self._check_js()
-        self._require_client().publish(self.reply, _WPI)
+        self._require_client()._publish_ack(self.reply, _WPI)
 
     def term(self, reason: str | None = None) -> None:
         """Terminate (terminal): the server will not redeliver this message."""
@@ -186,7 +186,7 @@ class Msg(MsgBase):
         if self._ack_state() != ACK_NOT_YET:
             return
         self._check_js()
-        self._require_client().publish(self.reply, body)
+        self._require_client()._publish_ack(self.reply, body)
         # Marked only after the publish went into the write buffer (ADR-15).
         self._ackd = ACK_DONE
 

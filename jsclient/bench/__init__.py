@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from jsclient.bench import core
+from jsclient.bench import core, js
 from jsclient.bench.result import Result, percentiles
 
 __all__ = ["WORKLOADS", "Outcome", "Result", "Workload", "percentiles", "run"]
@@ -107,9 +107,94 @@ def _core_workloads() -> list[Workload]:
     return out
 
 
+def _js_workloads() -> list[Workload]:
+    P = functools.partial
+    return [
+        Workload(
+            "js-publish-sync",
+            "JetStream publish, wait for each PubAck (memory stream)",
+            js.js_publish_sync,
+            js.py_publish_sync,
+            5_000,
+            1_000,
+            latency=True,
+            target=2.5,
+        ),
+        Workload(
+            "js-publish-async",
+            f"publish_async, window {js.WINDOW} for both",
+            js.js_publish_async,
+            js.py_publish_async,
+            50_000,
+            10_000,
+            target=3.0,
+        ),
+        Workload(
+            "js-publisher",
+            "managed Publisher (max_in_flight 1000) vs publish_async 1000",
+            js.js_publisher,
+            P(js.py_publish_async, window=1000),
+            100_000,
+            10_000,
+            target=3.0,
+        ),
+        Workload(
+            "js-fetch-ack",
+            f"fetch({js.BATCH}) + ack each (file stream)",
+            js.js_fetch,
+            js.py_fetch,
+            200_000,
+            20_000,
+            target=5.0,
+        ),
+        Workload(
+            "js-consume-ack",
+            f"consume() + ack vs nats-py fetch({js.BATCH}) + ack",
+            js.js_consume,
+            js.py_fetch,
+            200_000,
+            20_000,
+            target=5.0,
+        ),
+        Workload(
+            "js-messages-ack",
+            f"messages() + ack vs nats-py fetch({js.BATCH}) + ack",
+            js.js_messages,
+            js.py_fetch,
+            200_000,
+            20_000,
+            target=5.0,
+        ),
+        Workload(
+            "js-fetch-noack",
+            f"fetch({js.BATCH}), ack policy none",
+            P(js.js_fetch, ack=False),
+            P(js.py_fetch, ack=False),
+            200_000,
+            20_000,
+        ),
+        Workload(
+            "js-consume-noack",
+            "consume(), ack policy none vs nats-py fetch, no ack",
+            P(js.js_consume, ack=False),
+            P(js.py_fetch, ack=False),
+            200_000,
+            20_000,
+        ),
+        Workload(
+            "js-ordered",
+            "ordered consumer read vs nats-py ordered push subscription",
+            js.js_ordered,
+            js.py_ordered,
+            100_000,
+            20_000,
+        ),
+    ]
+
+
 def workloads() -> list[Workload]:
     """Every workload that exists, in report order."""
-    return _core_workloads()
+    return _core_workloads() + _js_workloads()
 
 
 WORKLOADS = workloads

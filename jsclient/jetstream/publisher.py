@@ -40,14 +40,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Future, InvalidStateError
+from concurrent.futures import CancelledError, Future
+from concurrent.futures._base import FINISHED
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nats.nuid import NUID
 
 from jsclient import errors
+from jsclient._future import LightFuture
 from jsclient.api import PubAck
 
 if TYPE_CHECKING:
@@ -86,6 +88,7 @@ _EXPECTATION_CODES = frozenset((10060, 10070, 10071))
 # How many queued messages the publish runner takes per lock acquisition.
 _BATCH = 128
 _ACKED, _FAILED, _TIMED_OUT = 0, 1, 2
+T = TypeVar("T")
 
 
 class PublisherError(errors.JetStreamError):
@@ -143,6 +146,14 @@ class RetryConfig:
         return backoff[min(attempts_made, len(backoff)) - 1]
 
 
+class _Future(LightFuture[T]):
+    """The publisher's futures: no Condition until someone waits, and not cancellable
+    (the message's fate is the publisher's to decide, as with ``JetStream.publish_async``)."""
+
+    def cancel(self) -> bool:
+        return False
+
+
 class Flight:
     """One message on its way through the publisher.
 
@@ -156,7 +167,6 @@ class Flight:
 
     __slots__ = (
         "_ack_future",
-        "_announced",
         "_first_time",
         "_fut",
         "_kwargs",
@@ -190,18 +200,19 @@ class Flight:
         self.headers = headers
         self.options = options
         self.publish_time = 0.0
-        self._ack_future: Future[PubAck] | None = None
+        self._ack_future: _Future[PubAck] | None = None
         self.attempts = 0
         self.ack: PubAck | None = None
         self.error: BaseException | None = None
         self.expectation_failed = False
         self.timed_out = False
         self._owner = owner
-        self._published: Future[Flight] = Future()
+        # The future publish_async returned, until it is completed (then it holds
+        # the flight, and the flight must not hold it: no cycle for the GC).
+        self._published: _Future[Flight] | None = _Future()
         self._kwargs: dict[str, Any] | None = None
         self._fut: Future[PubAck] | None = None  # the attempt being waited for
         self._first_time = 0.0
-        self._announced = False
         self._settled = False  # claimed by the flights runner or by stop(), under the lock
 
     @property
@@ -264,15 +275,33 @@ def _call(fn: Callable[..., None], *args: Any) -> None:
         log.exception("jsclient: publisher listener %s raised", getattr(fn, "__name__", fn))
 
 
-def _set(fut: Future[Any], result: Any = None, exc: BaseException | None = None) -> None:
-    # The user may have cancelled, and stop() may have settled it first.
+def _set(fut: _Future[Any], result: Any = None, exc: BaseException | None = None) -> None:
+    # stop() may have settled it first.
+    if exc is None:
+        fut.try_set_result(result)
+    else:
+        fut.try_set_exception(exc)
+
+
+def _when_done(fut: Future[PubAck], fn: Callable[[Future[PubAck]], None]) -> None:
+    """``fut.add_done_callback(fn)`` for callbacks that tolerate a second call.
+
+    ``Future.add_done_callback`` takes the future's Condition, which makes a
+    LightFuture (what ``JetStream.publish_async`` returns) allocate one: about
+    a third of the publish runner's time. While nobody waits on it, append
+    and re-check instead: if the future finished meanwhile its completer may
+    or may not have seen ``fn``, so call it too (``fn`` is idempotent).
+    """
     try:
-        if exc is None:
-            fut.set_result(result)
-        else:
-            fut.set_exception(exc)
-    except InvalidStateError:
-        pass
+        lazy = fut._cond is None  # type: ignore[attr-defined]
+    except AttributeError:
+        lazy = False
+    if not lazy:
+        fut.add_done_callback(fn)
+        return
+    fut._done_callbacks.append(fn)  # type: ignore[attr-defined]
+    if fut._state == FINISHED:
+        fn(fut)
 
 
 def _is_expectation(exc: BaseException) -> bool:
@@ -329,10 +358,10 @@ class Publisher:
         self._work = threading.Condition(self._lock)  # publish runner: queue, hold lift, stop
         self._flights = threading.Condition(self._lock)  # flights runner: acks, stop, drain
         self._idle = threading.Condition(self._lock)  # drain() waiters
-        self._seq = 0
+        self._ids = itertools.count(1)
         self._queue: deque[Flight] = deque()
         self._in_flight: set[Flight] = set()  # published (or publishing) and not settled
-        self._done: list[tuple[Flight, Future[PubAck]]] = []  # finished attempts to look at
+        self._done: deque[Flight] = deque()  # flights whose current attempt finished
         # (deadline, flight, attempt future) in publish order: first attempts are
         # appended by the publish runner, retries by the flights runner.
         self._timeline: deque[tuple[float, Flight, Future[PubAck]]] = deque()
@@ -348,6 +377,7 @@ class Publisher:
         self._closed = False
         self._draining = False
         self._stopped = False
+        self._drained = False  # draining and idle was seen: runners take nothing more
         self._runners: set[str] = set()
         self._runner_idents: set[int] = set()
         self._threads: list[threading.Thread] = []
@@ -411,24 +441,41 @@ class Publisher:
         """Queue a message; the future completes with its Flight once it is published.
 
         ``publish_options`` are ``JetStream.publish_async``'s ``msg_id`` and
-        ``expected_*`` options. Cancelling the future before the message is
-        published drops it. Raises PublisherClosedError after drain()/stop().
+        ``expected_*`` options. Raises PublisherClosedError after drain()/stop().
         """
         if not _PUBLISH_OPTIONS.issuperset(publish_options):
             bad = sorted(set(publish_options) - _PUBLISH_OPTIONS)
             raise TypeError(f"Publisher.publish_async() got unexpected options {bad}")
+        if self._closed:
+            raise PublisherClosedError("nats: cannot publish once the publisher is closed")
         body = payload if type(payload) is bytes else bytes(payload)
         flight = Flight(self, subject, body, headers, publish_options)
+        published = flight._published
+        assert published is not None
+        # No lock on this path (it contends with the runners): count() and
+        # deque.append() are atomic, and the runner re-checks the queue after
+        # announcing that it waits, so either it sees the message or we see
+        # the flag and wake it.
+        flight.id = f"{self.id_prefix}-{next(self._ids)}"
+        self._queue.append(flight)
+        if self._closed:
+            self._refuse_late(flight)
+        if self._pub_waiting:
+            with self._lock:
+                if self._pub_waiting:
+                    self._pub_waiting = False
+                    self._work.notify()
+        return published
+
+    def _refuse_late(self, flight: Flight) -> None:
+        # drain()/stop() raced with publish_async(): take the message back unless
+        # the publish runner already took it (it only takes before the drain ends).
         with self._lock:
-            if self._closed:
-                raise PublisherClosedError("nats: cannot publish once the publisher is closed")
-            self._seq += 1
-            flight.id = f"{self.id_prefix}-{self._seq}"
-            self._queue.append(flight)
-            if self._pub_waiting:
-                self._pub_waiting = False
-                self._work.notify()
-        return flight._published
+            try:
+                self._queue.remove(flight)
+            except ValueError:
+                return
+        raise PublisherClosedError("nats: cannot publish once the publisher is closed")
 
     def start(self) -> Publisher:
         """Run both loops on threads of the publisher's own (daemon, named).
@@ -486,7 +533,7 @@ class Publisher:
                 self._flights.notify_all()
             if threading.get_ident() in self._runner_idents:
                 return  # called from a listener: the loops finish the drain themselves
-            while not self._stopped and not self._is_idle():
+            while not self._stopped and not self._check_drained():
                 left = 1.0 if deadline is None else deadline - time.monotonic()
                 if left <= 0:
                     raise errors.DrainTimeoutError(
@@ -525,9 +572,9 @@ class Publisher:
         holding = False  # paused() was reported and resumed() not yet
         while True:
             batch: list[Flight] = []
-            resumed_at = paused_at = -1
+            resumed_at = paused_at = take = -1
             with lock:
-                if self._stopped or (self._draining and not queue):
+                if self._stopped or self._drained or (self._draining and not queue):
                     return
                 if self._held:
                     if len(in_flight) > self.refill_allowed_at:
@@ -540,20 +587,29 @@ class Publisher:
                     holding = False
                     resumed_at = self._lifted_at
                 room = self.max_in_flight - len(in_flight)
+                take = min(room, len(queue), _BATCH)
                 if queue and room <= 0:
                     self._held = holding = True  # defensive: a full window always holds
                     paused_at = len(in_flight)
-                elif queue:
-                    for _ in range(min(room, len(queue), _BATCH)):
-                        batch.append(queue.popleft())
-                    self._publishing = True
+                elif take:
+                    self._publishing = True  # drain() must not see an empty queue as idle
                 else:
                     self._pub_waiting = True
-                    self._work.wait(self.poll_time)
+                    if not queue:  # re-check: publish_async appends without the lock
+                        self._work.wait(self.poll_time)
                     self._pub_waiting = False
+            if take > 0:
+                try:
+                    for _ in range(take):
+                        batch.append(queue.popleft())  # the only consumer; stop() may clear
+                except IndexError:
+                    pass
             if resumed_at >= 0 and self._on_resumed is not None:
                 _call(self._on_resumed, resumed_at, self.max_in_flight, self.refill_allowed_at)
             if not batch:
+                if take > 0:
+                    with lock:
+                        self._publishing = False
                 if paused_at >= 0 and self._on_paused is not None:
                     _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
                 continue
@@ -563,8 +619,7 @@ class Publisher:
                 if not self._stopped and not self._held and len(in_flight) >= self.max_in_flight:
                     self._held = holding = True
                     paused_at = len(in_flight)
-                if self._draining and self._is_idle():
-                    self._idle.notify_all()
+                self._check_drained()
             if paused_at >= 0 and self._on_paused is not None:
                 _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
 
@@ -575,16 +630,12 @@ class Publisher:
                 with self._lock:
                     self._queue.extendleft(reversed(batch[i:]))  # stop() settles them
                 return
-            if not flight._published.set_running_or_notify_cancel():
-                flight.error = CancelledError()
-                self._abandon([flight])
-                continue
             in_flight.add(flight)
             fut = self._attempt(flight)
             if fut is None:
                 continue
             self._announce(flight)
-            fut.add_done_callback(flight._on_done)
+            _when_done(fut, flight._on_done)
             timeline.append((flight.publish_time + wait, flight, fut))
 
     # -- flights runner ------------------------------------------------------
@@ -600,22 +651,18 @@ class Publisher:
             self._leave("flights")
 
     def _flights_loop(self) -> None:
-        lock = self._lock
-        while True:
-            with lock:
-                if self._stopped:
-                    return
-                if self._draining and self._is_idle():
-                    self._idle.notify_all()
-                    return
-                if not self._done:
+        lock, done = self._lock, self._done
+        while not self._stopped:
+            if not done:
+                with lock:
+                    if self._stopped or self._check_drained():
+                        return
+                    self._flights_waiting = True
                     wait = self._next_wake() - time.monotonic()
-                    if wait > 0:
-                        self._flights_waiting = True
+                    if wait > 0 and not done:  # re-check: acks are appended without the lock
                         self._flights.wait(wait)
-                        self._flights_waiting = False
-                done, self._done = self._done, []
-            self._process(done)
+                    self._flights_waiting = False
+            self._process()
 
     def _next_wake(self) -> float:
         wake = time.monotonic() + self.poll_time
@@ -626,12 +673,15 @@ class Publisher:
             wake = min(wake, self._retries[0][0])
         return wake
 
-    def _process(self, done: list[tuple[Flight, Future[PubAck]]]) -> None:
+    def _process(self) -> None:
         now = time.monotonic()
         settled: list[tuple[Flight, int]] = []
-        for flight, fut in done:
-            if flight._fut is not fut:
-                continue  # timed out or abandoned meanwhile
+        done = self._done
+        for _ in range(len(done)):
+            flight = done.popleft()
+            fut = flight._fut
+            if fut is None or not fut.done():
+                continue  # abandoned, or timed out and published again meanwhile
             flight._fut = None
             try:
                 exc = fut.exception()
@@ -661,7 +711,7 @@ class Publisher:
             new = self._attempt(flight)
             if new is not None:
                 self._announce(flight)
-                new.add_done_callback(flight._on_done)
+                _when_done(new, flight._on_done)
                 self._retry_timeline.append((flight.publish_time + self.wait_timeout, flight, new))
         if settled:
             self._settle(settled)
@@ -718,7 +768,7 @@ class Publisher:
 
     def _settle(self, settled: list[tuple[Flight, int]]) -> None:
         lock, in_flight = self._lock, self._in_flight
-        mine: list[tuple[Flight, int, Future[PubAck] | None]] = []
+        mine: list[tuple[Flight, int, _Future[PubAck] | None]] = []
         with lock:
             for flight, kind in settled:
                 if not flight._settled:  # else stop() got there first
@@ -744,16 +794,16 @@ class Publisher:
                     continue
                 if fut is not None:
                     _set(fut, exc=flight.error)
-                if not flight._announced:
-                    _set(flight._published, exc=flight.error)
+                published = flight._published
+                if published is not None:
+                    _set(published, exc=flight.error)
                 hook = self._on_failed if kind == _FAILED else self._on_timeout
                 if hook is not None:
                     _call(hook, flight)
         finally:
             with lock:
                 self._settling -= len(mine)
-                if self._draining and self._is_idle():
-                    self._idle.notify_all()
+                self._check_drained()
 
     # -- shared internals ----------------------------------------------------
 
@@ -788,8 +838,8 @@ class Publisher:
                 exc: BaseException = PublisherClosedError("nats: publisher stopped")
             except Exception as e:
                 exc = e
-            failed: Future[PubAck] = Future()
-            failed.set_exception(exc)
+            failed: _Future[PubAck] = _Future()
+            failed.try_set_exception(exc)
             flight._fut = failed
             self._attempt_done(flight, failed)
             return None
@@ -797,18 +847,26 @@ class Publisher:
         return fut
 
     def _attempt_done(self, flight: Flight, fut: Future[PubAck]) -> None:
-        # Any thread (mostly the socket reader): hand over, never block.
-        with self._lock:
-            self._done.append((flight, fut))
-            if self._flights_waiting:
-                self._flights_waiting = False
-                self._flights.notify()
+        # Any thread (mostly the socket reader): hand over, never block. Only
+        # the current attempt counts; the flights runner re-checks the deque
+        # after announcing that it waits (see publish_async). A second call for
+        # one attempt is harmless: _process() skips a flight whose attempt it
+        # has already taken.
+        if fut is not flight._fut:
+            return
+        self._done.append(flight)
+        if self._flights_waiting:
+            with self._lock:
+                if self._flights_waiting:
+                    self._flights_waiting = False
+                    self._flights.notify()
 
     def _announce(self, flight: Flight) -> None:
-        if flight._announced:
-            return
-        flight._announced = True
-        _set(flight._published, flight)
+        published = flight._published
+        if published is None:
+            return  # published once already
+        flight._published = None
+        published.try_set_result(flight)
         if self._on_published is not None:
             _call(self._on_published, flight)
 
@@ -824,6 +882,15 @@ class Publisher:
         # With the lock held.
         return not (self._queue or self._publishing or self._in_flight or self._settling)
 
+    def _check_drained(self) -> bool:
+        # With the lock held: True (and drain() woken) once a drain has finished.
+        if not self._drained and self._draining and self._is_idle():
+            self._drained = True
+            self._idle.notify_all()
+            self._work.notify_all()
+            self._flights.notify_all()
+        return self._drained
+
     def _enter(self, runner: str) -> None:
         with self._lock:
             if runner in self._runners:
@@ -835,8 +902,7 @@ class Publisher:
         with self._lock:
             self._runners.discard(runner)
             self._runner_idents.discard(threading.get_ident())
-            if self._draining and self._is_idle():
-                self._idle.notify_all()
+            self._check_drained()
         if self._stopped:
             self._abandon()
 
@@ -851,34 +917,32 @@ class Publisher:
             fut = flight._ack_future
             if fut is not None:
                 return fut
-            fut = flight._ack_future = Future()
+            fut = flight._ack_future = _Future()
             settled = flight._settled  # else _settle()/_abandon() will complete it
         if settled:
             _set(fut, flight.ack, None if flight.ack is not None else flight.error)
         return fut
 
-    def _abandon(self, flights: list[Flight] | None = None) -> None:
-        """Fail ``flights``, or after stop() every message not settled yet."""
+    def _abandon(self) -> None:
+        """After stop(): fail every message not settled yet."""
         with self._lock:
-            if flights is None:
-                # list() first: the publish runner may add to the set without the lock.
-                flights = list(self._queue) + list(self._in_flight)
-                self._queue.clear()
-                self._in_flight.clear()
-                self._done.clear()
+            # list() first: the publish runner may add to the set without the lock.
+            flights = list(self._queue) + list(self._in_flight)
+            self._queue.clear()
+            self._in_flight.clear()
             victims = [(f, f._ack_future) for f in flights if not f._settled]
             for f, _ in victims:
                 f._settled = True
                 f._fut = None
-                if not isinstance(f.error, CancelledError):
-                    f.ack = None
-                    f.error = PublisherClosedError(
-                        "nats: the publisher stopped before the message was acked"
-                    )
+                f.ack = None
+                f.error = PublisherClosedError(
+                    "nats: the publisher stopped before the message was acked"
+                )
             self._failed += len(victims)
             self._idle.notify_all()
         for f, fut in victims:
             if fut is not None:
                 _set(fut, exc=f.error)
-            if not f._announced:
-                _set(f._published, exc=f.error)
+            published = f._published
+            if published is not None:
+                _set(published, exc=f.error)
