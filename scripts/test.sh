@@ -13,3 +13,5 @@ for impl in c python; do
     echo "== pytest, JSCLIENT_IMPL=$impl"
     JSCLIENT_IMPL=$impl python -m pytest -q "$@"
 done
+echo "== benchmarks smoke run (micro benchmarks, timing off)"
+python -m pytest -q benchmarks --benchmark-disable

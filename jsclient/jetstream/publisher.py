@@ -35,22 +35,31 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
-from concurrent.futures._base import FINISHED
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
 from jsclient import errors
-from jsclient._future import LightFuture
 from jsclient.api import PubAck
+from jsclient.jetstream._flight import (
+    DEFAULT_RETRY_ON,
+    Flight,
+    PublisherClosedError,
+    PublisherError,
+    PublisherListener,
+    RetryConfig,
+    _call,
+    _Future,
+    _hook,
+    _is_expectation,
+    _set,
+    _when_done,
+)
 
 if TYPE_CHECKING:
     from jsclient.jetstream.context import JetStream
@@ -66,248 +75,13 @@ __all__ = [
     "RetryConfig",
 ]
 
-log = logging.getLogger("jsclient")
-
 # Options passed through to JetStream.publish_async; the publisher owns the ack wait.
 _PUBLISH_OPTIONS = frozenset(
-    (
-        "msg_id",
-        "expected_stream",
-        "expected_last_seq",
-        "expected_last_subject_seq",
-        "expected_last_msg_id",
-    )
-)
+    ("msg_id", "expected_stream", "expected_last_seq", "expected_last_subject_seq")
+) | {"expected_last_msg_id"}
 _MSG_ID = "Nats-Msg-Id"
-_EXPECTATION_ERRORS = (
-    errors.WrongLastSequenceError,
-    errors.WrongLastMsgIDError,
-    errors.StreamNotMatchError,
-)
-_EXPECTATION_CODES = frozenset((10060, 10070, 10071))
-# How many queued messages the publish runner takes per lock acquisition.
-_BATCH = 128
+_BATCH = 128  # queued messages the publish runner takes per lock acquisition
 _ACKED, _FAILED, _TIMED_OUT = 0, 1, 2
-T = TypeVar("T")
-
-
-class PublisherError(errors.JetStreamError):
-    """Base of the managed publisher's own errors."""
-
-    default_message = "nats: publisher error"
-
-
-class PublisherClosedError(PublisherError):
-    """``publish_async`` after ``drain()``/``stop()``, or a message ``stop()`` abandoned."""
-
-    default_message = "nats: the publisher is closed"
-
-
-DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (
-    errors.PublishDisconnectedError,
-    errors.NoStreamResponseError,
-    errors.NoRespondersError,
-    errors.ServiceUnavailableError,
-    errors.OutboundBufferLimitError,
-    errors.ConnectionReconnectingError,
-)
-
-
-@dataclass(frozen=True)
-class RetryConfig:
-    """How a failed publish is retried.
-
-    ``attempts`` counts every publish of a message, the first included.
-    ``backoff`` is the wait before the 1st, 2nd, ... retry in seconds (the last
-    value repeats). ``deadline`` (seconds from the first attempt) stops new
-    retries. ``retry_on`` lists the retryable errors (503 / no responders /
-    connection loss by default); an ack that times out while the connection is
-    down counts as ``PublishDisconnectedError``.
-    """
-
-    attempts: int = 2
-    backoff: tuple[float, ...] = (0.25, 0.25, 0.5, 0.5, 3.0, 5.0)
-    deadline: float | None = None
-    retry_on: tuple[type[BaseException], ...] = DEFAULT_RETRY_ON
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "backoff", tuple(float(b) for b in self.backoff))
-        object.__setattr__(self, "retry_on", tuple(self.retry_on))
-        if self.attempts < 1:
-            raise ValueError("RetryConfig.attempts must be at least 1")
-        if not self.backoff or min(self.backoff) < 0:
-            raise ValueError("RetryConfig.backoff needs one or more non-negative delays")
-        if self.deadline is not None and self.deadline <= 0:
-            raise ValueError("RetryConfig.deadline must be positive")
-
-    def delay(self, attempts_made: int) -> float:
-        """The wait before the next publish once ``attempts_made`` attempts failed."""
-        backoff = self.backoff
-        return backoff[min(attempts_made, len(backoff)) - 1]
-
-
-class _Future(LightFuture[T]):
-    """The publisher's futures: no Condition until someone waits, and not cancellable
-    (the message's fate is the publisher's to decide, as with ``JetStream.publish_async``)."""
-
-    def cancel(self) -> bool:
-        return False
-
-
-class Flight:
-    """One message on its way through the publisher.
-
-    ``publish_time`` is the ``time.monotonic()`` of the latest publish attempt
-    (0.0 before the first); ``publish_ack_future`` completes with the PubAck or
-    the final error (it is made on first access: a caller that only uses the
-    listener never pays for it, nor keeps one alive per queued message). Once
-    settled, exactly one of ``ack`` / ``error`` is set; ``timed_out`` and
-    ``expectation_failed`` tell the failures apart.
-    """
-
-    __slots__ = (
-        "_ack_future",
-        "_first_time",
-        "_fut",
-        "_kwargs",
-        "_owner",
-        "_published",
-        "_settled",
-        "ack",
-        "attempts",
-        "body",
-        "error",
-        "expectation_failed",
-        "headers",
-        "id",
-        "options",
-        "publish_time",
-        "subject",
-        "timed_out",
-    )
-
-    def __init__(
-        self,
-        owner: Publisher,
-        subject: str,
-        body: bytes,
-        headers: HeadersIn | None,
-        options: dict[str, Any],
-    ) -> None:
-        self.id = ""
-        self.subject = subject
-        self.body = body
-        self.headers = headers
-        self.options = options
-        self.publish_time = 0.0
-        self._ack_future: _Future[PubAck] | None = None
-        self.attempts = 0
-        self.ack: PubAck | None = None
-        self.error: BaseException | None = None
-        self.expectation_failed = False
-        self.timed_out = False
-        self._owner = owner
-        # The future publish_async returned, until it is completed (then it holds
-        # the flight, and the flight must not hold it: no cycle for the GC).
-        self._published: _Future[Flight] | None = _Future()
-        self._kwargs: dict[str, Any] | None = None
-        self._fut: Future[PubAck] | None = None  # the attempt being waited for
-        self._first_time = 0.0
-        self._settled = False  # claimed by the flights runner or by stop(), under the lock
-
-    @property
-    def publish_ack_future(self) -> Future[PubAck]:
-        """Completes with the PubAck, or fails with the flight's final error."""
-        fut = self._ack_future
-        return fut if fut is not None else self._owner._make_ack_future(self)
-
-    def _on_done(self, fut: Future[PubAck]) -> None:
-        self._owner._attempt_done(self, fut)
-
-    def __repr__(self) -> str:
-        return f"<Flight {self.id} subject={self.subject!r} attempts={self.attempts}>"
-
-
-class PublisherListener:
-    """Callbacks from the publisher; subclass and override what you need.
-
-    ``published``, ``paused``, ``resumed`` run on the publish runner; the
-    others on the flights runner (``published`` too, for a message whose first
-    publish only succeeded on a retry). Keep them short.
-    """
-
-    def published(self, flight: Flight) -> None:
-        """The message was handed to the connection (once per flight)."""
-
-    def acked(self, flight: Flight) -> None:
-        """The stream acknowledged the message (``flight.ack``)."""
-
-    def completed_exceptionally(self, flight: Flight) -> None:
-        """The publish failed for good (``flight.error``, ``flight.expectation_failed``)."""
-
-    def timeout(self, flight: Flight) -> None:
-        """No ack came within ``wait_timeout`` of the flight's publish."""
-
-    def retrying(self, flight: Flight) -> None:
-        """An attempt failed (``flight.error``) and the message will be published again."""
-
-    def paused(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
-        """The window is full: publishing holds."""
-
-    def resumed(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
-        """In-flight dropped to ``refill_allowed_at``: publishing goes on."""
-
-
-def _hook(listener: object, name: str) -> Callable[..., None] | None:
-    # None when absent or not overridden: the hot loops then skip the call.
-    if listener is None:
-        return None
-    fn: Callable[..., None] | None = getattr(listener, name, None)
-    if fn is None or getattr(type(listener), name, None) is getattr(PublisherListener, name):
-        return None
-    return fn
-
-
-def _call(fn: Callable[..., None], *args: Any) -> None:
-    try:
-        fn(*args)
-    except Exception:
-        log.exception("jsclient: publisher listener %s raised", getattr(fn, "__name__", fn))
-
-
-def _set(fut: _Future[Any], result: Any = None, exc: BaseException | None = None) -> None:
-    # stop() may have settled it first.
-    if exc is None:
-        fut.try_set_result(result)
-    else:
-        fut.try_set_exception(exc)
-
-
-def _when_done(fut: Future[PubAck], fn: Callable[[Future[PubAck]], None]) -> None:
-    """``fut.add_done_callback(fn)`` for callbacks that tolerate a second call.
-
-    ``Future.add_done_callback`` takes the future's Condition, which makes a
-    LightFuture (what ``JetStream.publish_async`` returns) allocate one: about
-    a third of the publish runner's time. While nobody waits on it, append
-    and re-check instead: if the future finished meanwhile its completer may
-    or may not have seen ``fn``, so call it too (``fn`` is idempotent).
-    """
-    try:
-        lazy = fut._cond is None  # type: ignore[attr-defined]
-    except AttributeError:
-        lazy = False
-    if not lazy:
-        fut.add_done_callback(fn)
-        return
-    fut._done_callbacks.append(fn)  # type: ignore[attr-defined]
-    if fut._state == FINISHED:
-        fn(fut)
-
-
-def _is_expectation(exc: BaseException) -> bool:
-    return isinstance(exc, _EXPECTATION_ERRORS) or (
-        isinstance(exc, errors.APIError) and exc.err_code in _EXPECTATION_CODES
-    )
 
 
 class Publisher:
@@ -330,13 +104,8 @@ class Publisher:
             raise ValueError("max_in_flight must be at least 1")
         if not 0 <= refill_allowed_at < max_in_flight:
             raise ValueError("refill_allowed_at must be >= 0 and below max_in_flight")
-        for name, value in (
-            ("poll_time", poll_time),
-            ("hold_pause_time", hold_pause_time),
-            ("wait_timeout", wait_timeout),
-        ):
-            if not value > 0:
-                raise ValueError(f"{name} must be positive")
+        if not min(poll_time, hold_pause_time, wait_timeout) > 0:
+            raise ValueError("poll_time, hold_pause_time and wait_timeout must be positive")
         self._js = js
         self.id_prefix: str = id_prefix or NUID().next().decode()
         self.max_in_flight = int(max_in_flight)
@@ -358,7 +127,8 @@ class Publisher:
         self._work = threading.Condition(self._lock)  # publish runner: queue, hold lift, stop
         self._flights = threading.Condition(self._lock)  # flights runner: acks, stop, drain
         self._idle = threading.Condition(self._lock)  # drain() waiters
-        self._ids = itertools.count(1)
+        self._id_lock = threading.Lock()
+        self._seq = 0
         self._queue: deque[Flight] = deque()
         self._in_flight: set[Flight] = set()  # published (or publishing) and not settled
         self._done: deque[Flight] = deque()  # flights whose current attempt finished
@@ -449,14 +219,15 @@ class Publisher:
         if self._closed:
             raise PublisherClosedError("nats: cannot publish once the publisher is closed")
         body = payload if type(payload) is bytes else bytes(payload)
-        flight = Flight(self, subject, body, headers, publish_options)
-        published = flight._published
-        assert published is not None
-        # No lock on this path (it contends with the runners): count() and
-        # deque.append() are atomic, and the runner re-checks the queue after
-        # announcing that it waits, so either it sees the message or we see
-        # the flag and wake it.
-        flight.id = f"{self.id_prefix}-{next(self._ids)}"
+        published: _Future[Flight] = _Future()
+        flight = Flight(self, subject, body, headers, publish_options, published)
+        with self._id_lock:  # ids must be unique: with retries they are Nats-Msg-Ids
+            self._seq += 1
+            n = self._seq
+        flight.id = f"{self.id_prefix}-{n}"
+        # Not under self._lock (the runners take it): deque.append() is atomic,
+        # and the runner re-checks the queue after announcing that it waits, so
+        # either it sees the message or we see the flag and wake it.
         self._queue.append(flight)
         if self._closed:
             self._refuse_late(flight)
@@ -488,16 +259,11 @@ class Publisher:
             if self._threads or self._runners:
                 raise PublisherError("nats: the publisher's runners are already running")
             self._threads = [
-                threading.Thread(
-                    target=self.publish_runner,
-                    name=f"jsclient-publisher-{self.id_prefix}",
-                    daemon=True,
-                ),
-                threading.Thread(
-                    target=self.flights_runner,
-                    name=f"jsclient-flights-{self.id_prefix}",
-                    daemon=True,
-                ),
+                threading.Thread(target=run, name=f"jsclient-{kind}-{self.id_prefix}", daemon=True)
+                for kind, run in (
+                    ("publisher", self.publish_runner),
+                    ("flights", self.flights_runner),
+                )
             ]
         for t in self._threads:
             t.start()
@@ -541,7 +307,7 @@ class Publisher:
                         f"and {len(self._in_flight)} in flight"
                     )
                 self._idle.wait(min(left, 1.0))
-        self._join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self._join(5.0 if deadline is None else max(0.1, deadline - time.monotonic()))
 
     def __enter__(self) -> Publisher:
         return self.start()
@@ -689,6 +455,7 @@ class Publisher:
                 exc = cancelled
             if exc is None:
                 flight.ack = fut.result()
+                flight.error = None  # of an earlier attempt
                 settled.append((flight, _ACKED))
             else:
                 self._attempt_failed(flight, exc, now, settled)
@@ -723,9 +490,7 @@ class Publisher:
             cause = errors.PublishDisconnectedError(
                 f"nats: no publish ack within {self.wait_timeout} s while disconnected"
             )
-            if self._may_retry(flight, cause, now):
-                flight.error = cause
-                self._schedule_retry(flight, now)
+            if self._retried_later(flight, cause, now):
                 return
         flight.timed_out = True
         flight.error = errors.TimeoutError(
@@ -739,8 +504,7 @@ class Publisher:
         flight.error = exc
         if _is_expectation(exc):
             flight.expectation_failed = True
-        elif self._may_retry(flight, exc, now):
-            self._schedule_retry(flight, now)
+        elif self._retried_later(flight, exc, now):
             return
         elif isinstance(exc, errors.TimeoutError):
             flight.timed_out = True
@@ -748,23 +512,17 @@ class Publisher:
             return
         settled.append((flight, _FAILED))
 
-    def _may_retry(self, flight: Flight, exc: BaseException, now: float) -> bool:
-        r = self.retry
-        if r is None or self._stopped or flight.attempts >= r.attempts:
+    def _retried_later(self, flight: Flight, exc: BaseException, now: float) -> bool:
+        """Schedule another attempt if the retry config allows one."""
+        due = None if self.retry is None or self._stopped else self.retry.retry_at(flight, exc, now)
+        if due is None:
             return False
-        if not isinstance(exc, r.retry_on):
-            return False
-        return r.deadline is None or now + r.delay(flight.attempts) <= (
-            flight._first_time + r.deadline
-        )
-
-    def _schedule_retry(self, flight: Flight, now: float) -> None:
-        assert self.retry is not None
-        due = now + self.retry.delay(flight.attempts)
+        flight.error = exc
         heapq.heappush(self._retries, (due, next(self._retry_ids), flight))
         self._retried += 1
         if self._on_retrying is not None:
             _call(self._on_retrying, flight)
+        return True
 
     def _settle(self, settled: list[tuple[Flight, int]]) -> None:
         lock, in_flight = self._lock, self._in_flight
@@ -834,6 +592,7 @@ class Publisher:
                 # The context's own window (publish_async_max_pending) is smaller
                 # than max_in_flight: wait for room there like any stalled caller.
                 if not self._stopped:
+                    flight.publish_time = time.monotonic()
                     continue
                 exc: BaseException = PublisherClosedError("nats: publisher stopped")
             except Exception as e:
@@ -906,22 +665,11 @@ class Publisher:
         if self._stopped:
             self._abandon()
 
-    def _join(self, timeout: float | None) -> None:
+    def _join(self, timeout: float) -> None:
         me = threading.current_thread()
         for t in self._threads:
             if t is not me:
                 t.join(timeout)
-
-    def _make_ack_future(self, flight: Flight) -> Future[PubAck]:
-        with self._lock:
-            fut = flight._ack_future
-            if fut is not None:
-                return fut
-            fut = flight._ack_future = _Future()
-            settled = flight._settled  # else _settle()/_abandon() will complete it
-        if settled:
-            _set(fut, flight.ack, None if flight.ack is not None else flight.error)
-        return fut
 
     def _abandon(self) -> None:
         """After stop(): fail every message not settled yet."""

@@ -7,6 +7,7 @@ without duplicates; expectation failures; drain and stop.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -56,6 +57,7 @@ class Recorder(PublisherListener):
         self.lock = threading.Lock()
         self.events: list[tuple[str, Any]] = []
         self.timeouts: list[tuple[Flight, float]] = []
+        self.retry_errors: list[BaseException | None] = []
         self.threads: set[str] = set()
 
     def _add(self, kind: str, value: Any) -> None:
@@ -79,6 +81,8 @@ class Recorder(PublisherListener):
         self._add("timeout", flight)
 
     def retrying(self, flight: Flight) -> None:
+        with self.lock:
+            self.retry_errors.append(flight.error)
         self._add("retrying", flight)
 
     def paused(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
@@ -217,6 +221,46 @@ def test_default_refill_is_a_full_sawtooth(js: JetStream) -> None:
     assert set(rec.of("resumed")) == {0}
 
 
+class _TricklingJS:
+    """publish_async whose acks come one at a time, 1 ms apart, in publish order."""
+
+    def __init__(self) -> None:
+        self.pending: queue.Queue[Future[PubAck]] = queue.Queue()
+        self.seq = 0
+        self.stop = threading.Event()
+        threading.Thread(target=self._ack_loop, daemon=True).start()
+
+    def publish_async(self, subject: str, payload: bytes, **kw: Any) -> Future[PubAck]:
+        fut: Future[PubAck] = Future()
+        self.pending.put(fut)
+        return fut
+
+    def _ack_loop(self) -> None:
+        while not self.stop.is_set():
+            try:
+                fut = self.pending.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            time.sleep(0.001)
+            self.seq += 1
+            fut.set_result(PubAck(stream="S", seq=self.seq, duplicate=None))
+
+
+def test_refill_threshold_with_acks_one_by_one() -> None:
+    fake = _TricklingJS()
+    try:
+        pub, rec = _publisher(fake, max_in_flight=10, refill_allowed_at=3)  # type: ignore[arg-type]
+        futs = _publish_n(pub, 60)
+        with pub:
+            pass
+        assert [f.result(0).publish_ack_future.result(0).seq for f in futs] == list(range(1, 61))
+        resumed = rec.of("resumed")
+        assert len(resumed) >= 5 and set(resumed) <= {0, 1, 2, 3} and 3 in resumed
+        assert max(rec.of("published")) == 10 and set(rec.of("paused")) == {10}
+    finally:
+        fake.stop.set()
+
+
 # -- timeouts ------------------------------------------------------------------
 
 
@@ -311,12 +355,38 @@ def test_retries_across_restart_without_duplicates(nats_server: NatsServer, nc: 
     # the flights in flight at the disconnect failed and were published again
     retried = rec.of("retrying")
     assert pub.retried_count == len(retried) >= 1
-    assert all(f.attempts >= 2 and f.ack is not None for f in retried)
-    assert all(isinstance(f.error, errors.PublishDisconnectedError) for f in retried)
+    assert all(f.attempts >= 2 and f.ack is not None and f.error is None for f in retried)
+    assert all(isinstance(e, errors.PublishDisconnectedError) for e in rec.retry_errors)
     state = js.stream("F").info().state
     assert (state.messages, state.last_seq) == (n, n)
     # every flight maps to its own stored message (a duplicate ack names the first copy)
     assert len({a.seq for a in acks}) == n
+
+
+def test_ack_timeouts_while_disconnected_are_retried(nats_server: NatsServer, nc: Client) -> None:
+    js = nc.jetstream()
+    js.create_stream(name="F", subjects=["f.>"], storage="file")
+    nats_server.stop(keep_store=True)  # same port and store on start()
+    deadline = time.monotonic() + 5
+    while nc.is_connected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    retry = RetryConfig(attempts=50, backoff=(0.1,))
+    pub, rec = _publisher(js, retry=retry, wait_timeout=0.3)
+    pub.start()
+    futs = _publish_n(pub, 5, "f.x")
+    time.sleep(1.0)  # every attempt sits in the reconnect buffer and times out
+    assert pub.acked_count == 0 and pub.timed_out_count == 0
+    nats_server.start()
+    pub.drain(timeout=20)
+    _acks(futs, timeout=1)
+    retried = rec.of("retrying")
+    assert len(retried) >= 5 and {f.id for f in retried} == {f.result().id for f in futs}
+    # the ack timeouts themselves were retried (counted as a disconnect)
+    assert all(isinstance(e, errors.PublishDisconnectedError) for e in rec.retry_errors)
+    assert {"while disconnected" in str(e) for e in rec.retry_errors} == {True}
+    assert all(f.result().attempts >= 2 for f in futs)
+    # each attempt was buffered and sent on reconnect; Nats-Msg-Id kept one copy
+    assert js.stream("F").info().state.messages == 5
 
 
 def test_retry_sends_flight_id_as_msg_id(js: JetStream) -> None:

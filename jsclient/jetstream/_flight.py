@@ -1,0 +1,280 @@
+"""The managed publisher's data: Flight, RetryConfig, the listener, its errors.
+
+Split from :mod:`jsclient.jetstream.publisher` (which re-exports the public
+names) so that both modules stay small; nothing here starts a thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures._base import FINISHED
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from jsclient import errors
+from jsclient._future import LightFuture
+from jsclient.api import PubAck
+
+if TYPE_CHECKING:
+    from jsclient.jetstream.publisher import Publisher
+    from jsclient.protocol.headers import HeadersIn
+
+__all__ = [
+    "DEFAULT_RETRY_ON",
+    "Flight",
+    "PublisherClosedError",
+    "PublisherError",
+    "PublisherListener",
+    "RetryConfig",
+]
+
+log = logging.getLogger("jsclient")
+
+_EXPECTATION_ERRORS = (
+    errors.WrongLastSequenceError,
+    errors.WrongLastMsgIDError,
+    errors.StreamNotMatchError,
+)
+_EXPECTATION_CODES = frozenset((10060, 10070, 10071))
+T = TypeVar("T")
+
+
+class PublisherError(errors.JetStreamError):
+    """Base of the managed publisher's own errors."""
+
+    default_message = "nats: publisher error"
+
+
+class PublisherClosedError(PublisherError):
+    """``publish_async`` after ``drain()``/``stop()``, or a message ``stop()`` abandoned."""
+
+    default_message = "nats: the publisher is closed"
+
+
+DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (
+    errors.PublishDisconnectedError,
+    errors.NoStreamResponseError,
+    errors.NoRespondersError,
+    errors.ServiceUnavailableError,
+    errors.OutboundBufferLimitError,
+    errors.ConnectionReconnectingError,
+)
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    """How a failed publish is retried.
+
+    ``attempts`` counts every publish of a message, the first included.
+    ``backoff`` is the wait before the 1st, 2nd, ... retry in seconds (the last
+    value repeats). ``deadline`` (seconds from the first attempt) stops new
+    retries. ``retry_on`` lists the retryable errors (503 / no responders /
+    connection loss by default); an ack that times out while the connection is
+    down counts as ``PublishDisconnectedError``.
+    """
+
+    attempts: int = 2
+    backoff: tuple[float, ...] = (0.25, 0.25, 0.5, 0.5, 3.0, 5.0)
+    deadline: float | None = None
+    retry_on: tuple[type[BaseException], ...] = DEFAULT_RETRY_ON
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "backoff", tuple(float(b) for b in self.backoff))
+        object.__setattr__(self, "retry_on", tuple(self.retry_on))
+        if self.attempts < 1:
+            raise ValueError("RetryConfig.attempts must be at least 1")
+        if not self.backoff or min(self.backoff) < 0:
+            raise ValueError("RetryConfig.backoff needs one or more non-negative delays")
+        if self.deadline is not None and self.deadline <= 0:
+            raise ValueError("RetryConfig.deadline must be positive")
+
+    def delay(self, attempts_made: int) -> float:
+        """The wait before the next publish once ``attempts_made`` attempts failed."""
+        backoff = self.backoff
+        return backoff[min(attempts_made, len(backoff)) - 1]
+
+    def retry_at(self, flight: Flight, exc: BaseException, now: float) -> float | None:
+        """When to publish ``flight`` again after ``exc``, or None for no retry."""
+        if flight.attempts >= self.attempts or not isinstance(exc, self.retry_on):
+            return None
+        due = now + self.delay(flight.attempts)
+        if self.deadline is not None and due > flight._first_time + self.deadline:
+            return None
+        return due
+
+
+class _Future(LightFuture[T]):
+    """The publisher's futures: no Condition until someone waits, and not cancellable
+    (the message's fate is the publisher's to decide, as with ``JetStream.publish_async``)."""
+
+    def cancel(self) -> bool:
+        return False
+
+
+class Flight:
+    """One message on its way through the publisher.
+
+    ``publish_time`` is the ``time.monotonic()`` of the latest publish attempt
+    (0.0 before the first); ``publish_ack_future`` completes with the PubAck or
+    the final error (it is made on first access: a caller that only uses the
+    listener never pays for it, nor keeps one alive per queued message). Once
+    settled, exactly one of ``ack`` / ``error`` is set; ``timed_out`` and
+    ``expectation_failed`` tell the failures apart.
+    """
+
+    __slots__ = (
+        "_ack_future",
+        "_first_time",
+        "_fut",
+        "_kwargs",
+        "_owner",
+        "_published",
+        "_settled",
+        "ack",
+        "attempts",
+        "body",
+        "error",
+        "expectation_failed",
+        "headers",
+        "id",
+        "options",
+        "publish_time",
+        "subject",
+        "timed_out",
+    )
+
+    def __init__(
+        self,
+        owner: Publisher,
+        subject: str,
+        body: bytes,
+        headers: HeadersIn | None,
+        options: dict[str, Any],
+        published: _Future[Flight],
+    ) -> None:
+        self.id = ""
+        self.subject = subject
+        self.body = body
+        self.headers = headers
+        self.options = options
+        self.publish_time = 0.0
+        self._ack_future: _Future[PubAck] | None = None
+        self.attempts = 0
+        self.ack: PubAck | None = None
+        self.error: BaseException | None = None
+        self.expectation_failed = False
+        self.timed_out = False
+        self._owner = owner
+        # The future publish_async returned, until it is completed (then it holds
+        # the flight, and the flight must not hold it: no cycle for the GC).
+        self._published: _Future[Flight] | None = published
+        self._kwargs: dict[str, Any] | None = None
+        self._fut: Future[PubAck] | None = None  # the attempt being waited for
+        self._first_time = 0.0
+        self._settled = False  # claimed by the flights runner or by stop(), under the lock
+
+    @property
+    def publish_ack_future(self) -> Future[PubAck]:
+        """Completes with the PubAck, or fails with the flight's final error."""
+        fut = self._ack_future
+        if fut is not None:
+            return fut
+        with self._owner._lock:  # the lock _settle() and _abandon() claim flights under
+            fut = self._ack_future
+            if fut is not None:
+                return fut
+            fut = self._ack_future = _Future()
+            settled = self._settled  # else _settle()/_abandon() will complete it
+        if settled:
+            _set(fut, self.ack, None if self.ack is not None else self.error)
+        return fut
+
+    def _on_done(self, fut: Future[PubAck]) -> None:
+        self._owner._attempt_done(self, fut)
+
+    def __repr__(self) -> str:
+        return f"<Flight {self.id} subject={self.subject!r} attempts={self.attempts}>"
+
+
+class PublisherListener:
+    """Callbacks from the publisher; subclass and override what you need.
+
+    ``published``, ``paused``, ``resumed`` run on the publish runner; the
+    others on the flights runner (``published`` too, for a message whose first
+    publish only succeeded on a retry). Keep them short.
+    """
+
+    def published(self, flight: Flight) -> None:
+        """The message was handed to the connection (once per flight)."""
+
+    def acked(self, flight: Flight) -> None:
+        """The stream acknowledged the message (``flight.ack``)."""
+
+    def completed_exceptionally(self, flight: Flight) -> None:
+        """The publish failed for good (``flight.error``, ``flight.expectation_failed``)."""
+
+    def timeout(self, flight: Flight) -> None:
+        """No ack came within ``wait_timeout`` of the flight's publish."""
+
+    def retrying(self, flight: Flight) -> None:
+        """An attempt failed (``flight.error``) and the message will be published again."""
+
+    def paused(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
+        """The window is full: publishing holds."""
+
+    def resumed(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
+        """In-flight dropped to ``refill_allowed_at``: publishing goes on."""
+
+
+def _hook(listener: object, name: str) -> Callable[..., None] | None:
+    # None when absent or not overridden: the hot loops then skip the call.
+    if listener is None:
+        return None
+    fn: Callable[..., None] | None = getattr(listener, name, None)
+    if fn is None or getattr(type(listener), name, None) is getattr(PublisherListener, name):
+        return None
+    return fn
+
+
+def _call(fn: Callable[..., None], *args: Any) -> None:
+    try:
+        fn(*args)
+    except Exception:
+        log.exception("jsclient: publisher listener %s raised", getattr(fn, "__name__", fn))
+
+
+def _set(fut: _Future[Any], result: Any = None, exc: BaseException | None = None) -> None:
+    # stop() may have settled it first.
+    if exc is None:
+        fut.try_set_result(result)
+    else:
+        fut.try_set_exception(exc)
+
+
+def _when_done(fut: Future[PubAck], fn: Callable[[Future[PubAck]], None]) -> None:
+    """``fut.add_done_callback(fn)`` for callbacks that tolerate a second call.
+
+    ``Future.add_done_callback`` takes the future's Condition, which makes a
+    LightFuture (what ``JetStream.publish_async`` returns) allocate one: about
+    a third of the publish runner's time. While nobody waits on it, append
+    and re-check instead: if the future finished meanwhile its completer may
+    or may not have seen ``fn``, so call it too (``fn`` is idempotent).
+    """
+    try:
+        lazy = fut._cond is None  # type: ignore[attr-defined]
+    except AttributeError:
+        lazy = False
+    if not lazy:
+        fut.add_done_callback(fn)
+        return
+    fut._done_callbacks.append(fn)  # type: ignore[attr-defined]
+    if fut._state == FINISHED:
+        fn(fut)
+
+
+def _is_expectation(exc: BaseException) -> bool:
+    return isinstance(exc, _EXPECTATION_ERRORS) or (
+        isinstance(exc, errors.APIError) and exc.err_code in _EXPECTATION_CODES
+    )
