@@ -347,7 +347,7 @@ class Client:
         """
         waiter = _Reply()
         hdr = _headers.encode(headers) if headers else None
-        token = self._send_request(subject, payload, hdr, waiter)
+        token = self._send_request(subject, payload, hdr, waiter, inline=True)
         if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             self._resp_map.pop(token, None)
             raise errors.TimeoutError()
@@ -362,7 +362,12 @@ class Client:
         return msg
 
     def _send_request(
-        self, subject: str, payload: bytes, hdr: bytes | None, waiter: _Reply | _CallbackReply
+        self,
+        subject: str,
+        payload: bytes,
+        hdr: bytes | None,
+        waiter: _Reply | _CallbackReply,
+        inline: bool = False,
     ) -> str:
         """Register ``waiter`` under a fresh token and publish with the muxed reply subject."""
         self._ensure_resp_sub()
@@ -383,7 +388,7 @@ class Client:
             data = commands.hpub(subj, reply, hdr, payload)
         self._resp_map[token] = waiter
         try:
-            conn.send_counted(data, plen)
+            conn.send_inline(data, plen) if inline else conn.send_counted(data, plen)
         except BaseException:
             self._resp_map.pop(token, None)
             raise

@@ -9,7 +9,7 @@
   ``hold_pause_time`` only bounds one wait.
 - ``flights_runner`` settles flights: the context completes each ack future on
   the socket reader thread, whose done callback only appends the flight to a
-  list and wakes this loop, so an ack is seen whatever the order of the acks
+  deque and wakes this loop, so an ack is seen whatever the order of the acks
   before it. Timeouts are per flight: flights sit in deques in publish order,
   the earliest deadline bounds each wait, and a flight still without an ack
   ``wait_timeout`` after its own publish times out (``listener.timeout``, and
@@ -27,8 +27,12 @@ A retried flight keeps its place in the window until it is settled.
 Expectation failures (API errors 10060, 10070, 10071) are never retried and set
 ``flight.expectation_failed``.
 
-Listener hooks run on the runner threads, outside every lock; an exception
-from one is logged, never propagated. No lock is held across a publish.
+``drain()`` refuses new messages and returns once every queued message is
+published and settled; ``stop()`` ends the loops before their next iteration
+and fails what is left with PublisherClosedError. The futures handed out cannot
+be cancelled. Listener hooks run on the runner threads, outside every lock; an
+exception from one is logged, never propagated. No lock is held across a
+publish, and every wait has a timeout.
 """
 
 from __future__ import annotations

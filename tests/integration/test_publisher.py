@@ -25,6 +25,7 @@ from jsclient.jetstream.publisher import (
     Flight,
     Publisher,
     PublisherClosedError,
+    PublisherError,
     PublisherListener,
     RetryConfig,
 )
@@ -155,7 +156,7 @@ def test_runners_on_executor(js: JetStream) -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
         first = pool.submit(pub2.flights_runner)
         time.sleep(0.05)
-        with pytest.raises(errors.JetStreamError):
+        with pytest.raises(PublisherError):
             pub2.flights_runner()
         pub2.stop()
         assert first.result(5) is None
@@ -176,7 +177,7 @@ def test_start_and_context_manager(js: JetStream) -> None:
     assert isinstance(PublisherClosedError(), errors.JetStreamError)
     pub2 = Publisher(js).start()
     try:
-        with pytest.raises(errors.JetStreamError):
+        with pytest.raises(PublisherError):
             pub2.start()
         assert pub2.publish_async("s.b", b"x").result(5).publish_ack_future.result(5).seq == 101
     finally:
@@ -501,10 +502,11 @@ def test_listener_exceptions_never_kill_a_runner(js: JetStream) -> None:
 
         acked = published
 
-        def paused(self, *args: int) -> None:
+        def paused(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
             raise ValueError("listener bug")
 
-        resumed = paused
+        def resumed(self, in_flight: int, max_in_flight: int, refill_allowed_at: int) -> None:
+            raise ValueError("listener bug")
 
     with Publisher(js, listener=Boom(), max_in_flight=3) as pub:
         futs = _publish_n(pub, 30)
