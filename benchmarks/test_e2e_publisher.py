@@ -117,8 +117,8 @@ def nats_py_publish_async_rate(url: str, n: int, window: int) -> float:
 
 @pytest.mark.e2e
 @pytest.mark.timeout(600)
-def test_publisher_vs_nats_py(shared_nats_server: Any) -> None:
-    url = shared_nats_server.url
+def test_publisher_vs_nats_py(bench_server: Any) -> None:
+    url = bench_server.url
     rows = []
     for window in WINDOWS:
         ours = jsclient_publisher_rate(url, N, window)

@@ -13,11 +13,18 @@ the condition first and checks ``_state`` while holding it. So either the
 completer sees the condition and notifies it, or the waiter sees FINISHED.
 Creating the condition is serialised by one module lock, because two waiters
 may race to create it.
+
+Done callbacks need no condition either: each callback is *claimed* by
+removing it from ``_done_callbacks`` (a single atomic list operation), by the
+completer (``pop``) or by an ``add_done_callback`` that sees the future
+finished after appending (``remove``), so each runs exactly once.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures._base import FINISHED, PENDING
 from typing import Any, TypeVar
@@ -25,6 +32,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _create_lock = threading.Lock()
+_log = logging.getLogger("concurrent.futures")
 
 
 class LightFuture(Future[T]):
@@ -84,8 +92,30 @@ class LightFuture(Future[T]):
         cond.notify_all()
 
     def _run_callbacks(self) -> None:
-        if self._done_callbacks:
-            self._invoke_callbacks()  # type: ignore[attr-defined]
+        callbacks = self._done_callbacks
+        while callbacks:
+            try:
+                fn = callbacks.pop(0)
+            except IndexError:
+                return
+            try:
+                fn(self)
+            except Exception:
+                _log.exception("exception calling callback for %r", self)
+
+    def add_done_callback(self, fn: Callable[[Future[T]], object]) -> None:
+        if self._state != FINISHED:
+            self._done_callbacks.append(fn)
+            if self._state != FINISHED:
+                return
+            try:
+                self._done_callbacks.remove(fn)  # claim it back from the completer
+            except ValueError:
+                return  # the completer claimed it and runs it
+        try:
+            fn(self)
+        except Exception:
+            _log.exception("exception calling callback for %r", self)
 
     def set_result(self, result: T) -> None:
         if not self._complete(result, None):

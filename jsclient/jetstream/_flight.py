@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
-from concurrent.futures._base import FINISHED
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -251,27 +250,6 @@ def _set(fut: _Future[Any], result: Any = None, exc: BaseException | None = None
         fut.try_set_result(result)
     else:
         fut.try_set_exception(exc)
-
-
-def _when_done(fut: Future[PubAck], fn: Callable[[Future[PubAck]], None]) -> None:
-    """``fut.add_done_callback(fn)`` for callbacks that tolerate a second call.
-
-    ``Future.add_done_callback`` takes the future's Condition, which makes a
-    LightFuture (what ``JetStream.publish_async`` returns) allocate one: about
-    a third of the publish runner's time. While nobody waits on it, append
-    and re-check instead: if the future finished meanwhile its completer may
-    or may not have seen ``fn``, so call it too (``fn`` is idempotent).
-    """
-    try:
-        lazy = fut._cond is None  # type: ignore[attr-defined]
-    except AttributeError:
-        lazy = False
-    if not lazy:
-        fut.add_done_callback(fn)
-        return
-    fut._done_callbacks.append(fn)  # type: ignore[attr-defined]
-    if fut._state == FINISHED:
-        fn(fut)
 
 
 def _is_expectation(exc: BaseException) -> bool:

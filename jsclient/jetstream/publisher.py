@@ -62,7 +62,6 @@ from jsclient.jetstream._flight import (
     _hook,
     _is_expectation,
     _set,
-    _when_done,
 )
 
 if TYPE_CHECKING:
@@ -405,7 +404,7 @@ class Publisher:
             if fut is None:
                 continue
             self._announce(flight)
-            _when_done(fut, flight._on_done)
+            fut.add_done_callback(flight._on_done)
             timeline.append((flight.publish_time + wait, flight, fut))
 
     # -- flights runner ------------------------------------------------------
@@ -482,7 +481,7 @@ class Publisher:
             new = self._attempt(flight)
             if new is not None:
                 self._announce(flight)
-                _when_done(new, flight._on_done)
+                new.add_done_callback(flight._on_done)
                 self._retry_timeline.append((flight.publish_time + self.wait_timeout, flight, new))
         if settled:
             self._settle(settled)

@@ -492,7 +492,9 @@ def test_futures_cannot_be_cancelled(js: JetStream) -> None:
     assert flight.publish_ack_future.result(0).seq == 1 and flight.ack is not None
 
 
-def test_listener_exceptions_never_kill_a_runner(js: JetStream) -> None:
+def test_listener_exceptions_never_kill_a_runner(
+    js: JetStream, caplog: pytest.LogCaptureFixture
+) -> None:
     class Boom(PublisherListener):
         calls = 0
 
@@ -511,6 +513,8 @@ def test_listener_exceptions_never_kill_a_runner(js: JetStream) -> None:
     with Publisher(js, listener=Boom(), max_in_flight=3) as pub:
         futs = _publish_n(pub, 30)
     assert len(_acks(futs)) == 30 and Boom.calls == 60
+    logged = [r for r in caplog.records if "publisher listener" in r.getMessage()]
+    assert len(logged) >= 60 and all(r.exc_info for r in logged)
 
 
 def test_bad_arguments(js: JetStream) -> None:
