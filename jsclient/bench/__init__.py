@@ -130,6 +130,15 @@ def _js_workloads() -> list[Workload]:
             target=3.0,
         ),
         Workload(
+            "js-publish-ceiling",
+            "server ceiling: raw pipelined publish (window 1000, acks not decoded) "
+            "vs nats-py publish_async",
+            js.raw_publish_ceiling,
+            js.py_publish_async,
+            50_000,
+            10_000,
+        ),
+        Workload(
             "js-publisher",
             "managed Publisher (max_in_flight 1000) vs publish_async 1000",
             js.js_publisher,

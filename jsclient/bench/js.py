@@ -125,6 +125,36 @@ def py_publish_async(url: str, n: int, size: int, window: int = WINDOW) -> Resul
     return Result(n / asyncio.run(run()))
 
 
+def raw_publish_ceiling(url: str, n: int, size: int, window: int = 1000) -> Result:
+    """The server's own pipelined JetStream publish ceiling, as near as a client can get.
+
+    Core publishes with reply subjects, a window of ``window`` outstanding, and
+    acks counted without decoding them: what any client's publish_async tops
+    out at on this machine.
+    """
+    import jsclient
+
+    _fresh_stream(url, "BPUB", "bpub.>", "memory", 0, size)
+    payload = b"x" * size
+    with jsclient.connect(url) as nc:
+        inbox = nc.new_inbox()
+        acks = nc.subscribe(inbox + ".*", pending_msgs_limit=0, pending_bytes_limit=0)
+        nc.flush()
+        reply = inbox + ".a"
+        got = 0
+        t0 = time.perf_counter()
+        for i in range(n):
+            nc.publish("bpub.x", payload, reply=reply)
+            if i - got >= window:
+                acks.next_msg(timeout=30)
+                got += 1
+        while got < n:
+            acks.next_msg(timeout=30)
+            got += 1
+        dt = time.perf_counter() - t0
+    return Result(n / dt)
+
+
 def js_publisher(url: str, n: int, size: int, window: int = 1000) -> Result:
     import jsclient
 
