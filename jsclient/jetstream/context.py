@@ -115,6 +115,8 @@ class JetStream:
         self._pending: set[_AsyncPub] = set()
         self._stalled = 0
         self._completers = 0
+        # A stalled publish_async resumes when this many (or fewer) are pending.
+        self._resume_at = max(0, self._max_pending - max(1, self._max_pending // 4))
         self._listening = False
 
     def __repr__(self) -> str:
@@ -432,10 +434,12 @@ class JetStream:
         with self._lock:
             self._stalled += 1
             try:
-                while len(pending) >= self._max_pending:
+                while len(pending) > self._resume_at:
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        raise errors.TooManyStalledMsgsError()
+                        if len(pending) >= self._max_pending:
+                            raise errors.TooManyStalledMsgsError()
+                        break  # not full any more: go on, without waiting for the mark
                     self._room.wait(left)
             finally:
                 self._stalled -= 1
@@ -507,7 +511,11 @@ class JetStream:
     def _forget(self, ack: _AsyncPub) -> None:
         pending = self._pending
         pending.discard(ack)
-        if self._stalled or self._completers:
+        # A stalled publisher is woken only once a quarter of the window is
+        # free: waking it for every ack costs a thread switch per message.
+        if (self._stalled and len(pending) <= self._resume_at) or (
+            self._completers and not pending
+        ):
             with self._lock:
                 if self._stalled:
                     self._room.notify()
@@ -598,7 +606,20 @@ def _decode_api(data: bytes, what: str) -> dict[str, Any]:
     return resp
 
 
+_ACK_HEAD = b'{"stream":"'
+_ACK_SEQ = b'","seq":'
+
+
 def _parse_pub_ack(data: bytes) -> PubAck:
+    # Fast path for the common ack, exactly {"stream":"<name>","seq":<digits>}:
+    # this runs on the reader thread once per publish. Anything else (escapes,
+    # duplicate, domain, errors) goes through the JSON decoder.
+    if data[:11] == _ACK_HEAD and data[-1:] == b"}" and b"\\" not in data:
+        i = data.find(_ACK_SEQ, 11)
+        if i > 11 and data.find(b'"', 11, i) < 0:
+            digits = data[i + 8 : -1]
+            if digits.isdigit() and len(digits) < 20:
+                return PubAck(stream=data[11:i].decode(), seq=int(digits))
     resp = _decode_api(data, "publish ack")
     if not resp.get("stream"):
         raise errors.JetStreamError(

@@ -216,3 +216,20 @@ def test_msg_headers_setter() -> None:
     assert msg.size == 1 + len(b"NATS/1.0\r\nK: v\r\n\r\n") + 3
     msg.headers = None
     assert msg.raw_headers is None and msg.size == 4
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b'{"stream":"B","seq":12}', ("B", 12, None, None)),
+        (b'{"stream":"B","seq":12,"duplicate":true}', ("B", 12, True, None)),
+        (b'{"stream":"B","domain":"x","seq":3}', ("B", 3, None, "x")),
+        (b'{"stream":"a\\"b","seq":1}', ('a"b', 1, None, None)),
+        (b'{"seq":5,"stream":"S"}', ("S", 5, None, None)),
+    ],
+)
+def test_pub_ack_fast_path_agrees_with_json(raw: bytes, expected: tuple[object, ...]) -> None:
+    from jsclient.jetstream.context import _parse_pub_ack
+
+    ack = _parse_pub_ack(raw)
+    assert (ack.stream, ack.seq, ack.duplicate, ack.domain) == expected
