@@ -19,6 +19,7 @@ import pytest
 
 import jsclient
 from jsclient.client import Client
+from jsclient.server import NatsServer
 
 CoreConnect = Callable[..., Client]
 CoreWaitFor = Callable[..., Any]
@@ -137,3 +138,13 @@ def core_connect() -> Iterator[CoreConnect]:
                 pass
         for nc in clients:
             assert nc.is_closed
+
+
+@pytest.fixture
+def nc(nats_server: NatsServer) -> Iterator[jsclient.Client]:
+    """A client on the test's server that reconnects quickly; closed after the test."""
+    client = jsclient.connect(nats_server.url, reconnect_wait=0.1, max_reconnect_attempts=-1)
+    try:
+        yield client
+    finally:
+        client.close()

@@ -8,29 +8,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import nats.errors
 import pytest
 
-import jsclient
 from jsclient import errors
 from jsclient.client import Client
 from jsclient.jetstream import JetStream
 from jsclient.msg import Msg
-from jsclient.server import NatsServer
 
 NEXT = "$JS.API.CONSUMER.MSG.NEXT.S.C"
-
-
-@pytest.fixture
-def nc(nats_server: NatsServer) -> Iterator[Client]:
-    client = jsclient.connect(nats_server.url)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture

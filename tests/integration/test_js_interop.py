@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import nats
 import pytest
 from nats.js.api import AckPolicy as NatsAckPolicy
 from nats.js.api import ConsumerConfig as NatsConsumerConfig
 
-import jsclient
 from jsclient import errors
 from jsclient.api import StreamConfig
 from jsclient.client import Client
 from jsclient.jetstream import JetStream
 from jsclient.server import NatsServer
-
-
-@pytest.fixture
-def nc(nats_server: NatsServer) -> Iterator[Client]:
-    client = jsclient.connect(nats_server.url)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture

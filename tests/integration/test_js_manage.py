@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +22,6 @@ from jsclient.client import Client
 from jsclient.jetstream import Consumer, JetStream, Stream
 from jsclient.server import NatsServer
 from jsclient.testing import NatsServerFactory
-
-
-@pytest.fixture
-def nc(nats_server: NatsServer) -> Iterator[Client]:
-    client = jsclient.connect(nats_server.url)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, wait
 
 import pytest
@@ -15,15 +14,6 @@ from jsclient.api import PubAck
 from jsclient.client import Client
 from jsclient.jetstream import JetStream
 from jsclient.server import NatsServer
-
-
-@pytest.fixture
-def nc(nats_server: NatsServer) -> Iterator[Client]:
-    client = jsclient.connect(nats_server.url)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture

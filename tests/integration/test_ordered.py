@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -13,13 +13,6 @@ from jsclient import errors
 from jsclient.jetstream.context import JetStream
 from jsclient.jetstream.ordered import OrderedConsumer, OrderedConsumerBusyError
 from jsclient.server import NatsServer
-
-
-@pytest.fixture
-def nc(nats_server: NatsServer) -> Iterator[jsclient.Client]:
-    client = jsclient.connect(nats_server.url, reconnect_wait=0.1, max_reconnect_attempts=-1)
-    yield client
-    client.close()
 
 
 @pytest.fixture

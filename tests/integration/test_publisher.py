@@ -10,13 +10,11 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import pytest
 
-import jsclient
 from jsclient import errors
 from jsclient.api import PubAck
 from jsclient.client import Client
@@ -32,15 +30,6 @@ from jsclient.jetstream.publisher import (
 from jsclient.server import NatsServer
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def nc(nats_server: NatsServer) -> Iterator[Client]:
-    client = jsclient.connect(nats_server.url, reconnect_wait=0.1, max_reconnect_attempts=-1)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture

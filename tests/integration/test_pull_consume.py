@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,13 +15,6 @@ from jsclient.api import ConsumerInfo
 from jsclient.jetstream.consumer import Consumer
 from jsclient.jetstream.context import JetStream
 from jsclient.server import NatsServer
-
-
-@pytest.fixture
-def nc(nats_server: NatsServer) -> Iterator[jsclient.Client]:
-    client = jsclient.connect(nats_server.url, reconnect_wait=0.1, max_reconnect_attempts=-1)
-    yield client
-    client.close()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,13 +15,6 @@ from jsclient.jetstream.consumer import Consumer
 from jsclient.jetstream.context import JetStream
 from jsclient.msg import ACK_NONE_POLICY
 from jsclient.server import NatsServer
-
-
-@pytest.fixture
-def nc(nats_server: NatsServer) -> Iterator[jsclient.Client]:
-    client = jsclient.connect(nats_server.url, reconnect_wait=0.1, max_reconnect_attempts=-1)
-    yield client
-    client.close()
 
 
 @pytest.fixture
