@@ -413,7 +413,7 @@ class NatsServer:
             proc = self._proc
             if proc is not None and proc.poll() is None:
                 proc.kill()
-                proc.wait()
+                proc.wait(10)  # SIGKILL cannot be ignored; bounded all the same
             self._reap()
 
     def restart(self, down_time: float = 0.0) -> NatsServer:
@@ -446,7 +446,7 @@ class NatsServer:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait()
+                proc.wait(10)
         self._reap()
 
     def _reap(self) -> None:

@@ -55,6 +55,7 @@ class Outcome:
     nats_py_p50_us: float | None = None
     nats_py_p99_us: float | None = None
     runs: dict[str, list[float]] = field(default_factory=dict)
+    error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -224,13 +225,23 @@ def run(
         n = w.quick_n if quick else w.n
         js_runs: list[Result] = []
         py_runs: list[Result] = []
+        error = None
         for _ in range(repeat):
-            if progress:
-                progress(f"{w.name} (jsclient)", idx, len(chosen))
-            js_runs.append(w.jsclient(url, n, w.size))
-            if progress:
-                progress(f"{w.name} (nats-py)", idx, len(chosen))
-            py_runs.append(w.nats_py(url, n, w.size))
+            try:
+                if progress:
+                    progress(f"{w.name} (jsclient)", idx, len(chosen))
+                js_runs.append(w.jsclient(url, n, w.size))
+                if progress:
+                    progress(f"{w.name} (nats-py)", idx, len(chosen))
+                py_runs.append(w.nats_py(url, n, w.size))
+            except Exception as exc:  # one broken workload must not end the report
+                error = f"{type(exc).__name__}: {exc}"
+                break
+        if error is not None or not js_runs or not py_runs:
+            outcomes.append(
+                Outcome(w.name, w.description, n, w.size, 0.0, 0.0, 0.0, w.target, error=error)
+            )
+            continue
         js_rate = statistics.median(r.rate for r in js_runs)
         py_rate = statistics.median(r.rate for r in py_runs)
         o = Outcome(
@@ -274,6 +285,9 @@ def table(outcomes: list[Outcome]) -> str:
                 f"{o.nats_py_p50_us:.0f}/{o.nats_py_p99_us:.0f}"
             )
         target = f"{o.target:.1f}x" if o.target else ""
+        if o.error:
+            lines.append(f"{o.name:<26} failed: {o.error}")
+            continue
         lines.append(
             f"{o.name:<26} {o.jsclient_rate:>15,.0f} {o.nats_py_rate:>14,.0f} "
             f"{o.ratio:>6.2f}x {target:>7}  {lat:<28}"
