@@ -21,6 +21,14 @@ log = logging.getLogger("jsclient")
 _IDLE_WAIT = 1.0
 
 
+def remaining(deadline: float | None, cap: float | None) -> float | None:
+    """Seconds left until ``deadline`` (monotonic; None = no deadline), at most ``cap``."""
+    if deadline is None:
+        return cap
+    left = max(0.0, deadline - time.monotonic())
+    return left if cap is None else min(left, cap)
+
+
 class TimerHandle:
     """What :meth:`Scheduler.call_later` returns; ``cancel()`` stops it from running."""
 

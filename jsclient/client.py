@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
 from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
+from jsclient._threads import remaining as _left
 from jsclient.connection import (
     CLOSED,
     CONNECTED,
@@ -582,10 +583,3 @@ class _CallbackReply:
 
     def deliver(self, msg: Msg | None) -> None:
         self.fn(msg)
-
-
-def _left(deadline: float | None, cap: float | None) -> float | None:
-    if deadline is None:
-        return cap
-    left = max(0.0, deadline - time.monotonic())
-    return left if cap is None else min(left, cap)

@@ -325,7 +325,7 @@ class Connection:
             for i, ev in enumerate(pending):
                 if ev[0] == OP_ERR:
                     del pending[: i + 1]
-                    raise _err_to_exception(ev[1])
+                    raise err_to_exception(ev[1])
                 if ev[0] in ops:
                     del pending[: i + 1]
                     return ev
@@ -878,7 +878,8 @@ def _seed_bytes(seed: str) -> bytes:
     raise errors.InvalidUserCredentialsError("nats: no nkey seed found")
 
 
-def _err_to_exception(text: str) -> errors.Error:
+def err_to_exception(text: str) -> errors.Error:
+    """The typed error for a server ``-ERR`` text."""
     low = text.lower()
     if "authorization violation" in low or "authentication" in low or "user authentication" in low:
         return errors.AuthorizationError(f"nats: {text}")
@@ -887,11 +888,6 @@ def _err_to_exception(text: str) -> errors.Error:
     if "maximum payload" in low:
         return errors.MaxPayloadError(f"nats: {text}")
     return errors.Error(f"nats: {text}")
-
-
-def err_to_exception(text: str) -> errors.Error:
-    """The typed error for a server ``-ERR`` text."""
-    return _err_to_exception(text)
 
 
 def _close_quietly(sock: socket.socket) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jsclient import _impl, errors
 from jsclient.protocol import headers as _headers
@@ -199,8 +199,3 @@ class Msg(MsgBase):
         if client is None:
             raise errors.Error("nats: message is not bound to a connection")
         return client
-
-
-def from_json(msg: Msg) -> Any:
-    """Decode a message payload as JSON (API responses)."""
-    return json.loads(msg.data)

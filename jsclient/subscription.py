@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
 from jsclient._threads import log
+from jsclient._threads import remaining as _remaining
 from jsclient.msg import Msg
 
 if TYPE_CHECKING:
@@ -259,10 +260,3 @@ class Subscription(SubState):
             self._dispatcher.join(_remaining(deadline, None))
             if self._dispatcher.is_alive():
                 raise errors.DrainTimeoutError()
-
-
-def _remaining(deadline: float | None, cap: float | None) -> float | None:
-    if deadline is None:
-        return cap
-    left = max(0.0, deadline - time.monotonic())
-    return left if cap is None else min(left, cap)
