@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import nats.errors
@@ -97,8 +98,9 @@ def test_ack_and_terminal_guard(js: JetStream, nc: Client, puller: Puller) -> No
     with pytest.raises(errors.MsgAlreadyAckdError):
         m.ack_sync()
     nc.flush()
+    # The server applies acks asynchronously to the PONG: poll briefly.
+    _eventually(lambda: c.info().num_ack_pending == 0)
     info = c.info()
-    assert info.num_ack_pending == 0
     assert info.ack_floor is not None and info.ack_floor.stream_seq == 1
     assert puller.pull_none() == (404, "No Messages")
 
@@ -174,7 +176,7 @@ def test_in_progress_extends_ack_wait(js: JetStream, nc: Client, puller: Puller)
     assert (info.num_ack_pending, info.num_redelivered) == (1, 0)
     m.ack()
     nc.flush()
-    assert c.info().num_ack_pending == 0
+    _eventually(lambda: c.info().num_ack_pending == 0)
 
     # Control: without in_progress the same wait does redeliver.
     js.publish("s.a", b"y")
@@ -209,3 +211,10 @@ def test_acks_on_a_core_message(nc: Client) -> None:
     # (InvalidJSAckError: a nats-py NotJSMessageError, not jsclient's own.)
     with pytest.raises(nats.errors.NotJSMessageError):
         _ = m.metadata
+
+
+def _eventually(pred: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from _js import publish_stored
 
 import jsclient
 from jsclient import errors
@@ -23,9 +24,7 @@ def js(nc: jsclient.Client) -> JetStream:
 
 
 def _publish(nc: jsclient.Client, n: int, subject: str = "s.a") -> None:
-    for i in range(n):
-        nc.publish(subject, b"m%d" % i)
-    nc.flush()
+    publish_stored(nc, subject, (b"m%d" % i for i in range(n)))
 
 
 def _wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> bool:

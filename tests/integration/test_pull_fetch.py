@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from _js import publish_stored
 
 import jsclient
 from jsclient import errors
@@ -25,9 +26,7 @@ def js(nc: jsclient.Client) -> JetStream:
 
 
 def _publish(nc: jsclient.Client, n: int, subject: str = "s.a", payload: bytes = b"x") -> None:
-    for i in range(n):
-        nc.publish(subject, payload + b"%d" % i)
-    nc.flush()
+    publish_stored(nc, subject, (payload + b"%d" % i for i in range(n)))
 
 
 def _seqs(msgs: Any) -> list[int]:
