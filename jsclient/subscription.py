@@ -121,9 +121,15 @@ class Subscription(SubState):
                 local.clear()
                 self._discard_queued()
             try:
-                return local.popleft()
+                msg = local.popleft()
             except IndexError:
                 pass
+            else:
+                # Counted per message handed out, so the pending limits hold
+                # exactly while a batch sits in the local deque.
+                self._consumed += 1
+                self._out_bytes += len(msg.data)
+                return msg
             if timeout is None:
                 item = self._q.get()
             elif timeout > 0:
@@ -131,11 +137,7 @@ class Subscription(SubState):
             else:
                 item = self._q.get_nowait()
             if type(item) is tuple:
-                batch, nbytes = item
-                # Accounted when taken off the queue: one update per batch.
-                self._consumed += len(batch)
-                self._out_bytes += nbytes
-                local.extend(batch)
+                local.extend(item[0])
                 continue
             self._q.put(item)  # keep the sentinel for other readers
             raise _Ended(item.error)
@@ -205,13 +207,12 @@ class Subscription(SubState):
 
     @property
     def pending_msgs(self) -> int:
-        """Messages received and not yet handed to the user (queued or in the local batch)."""
-        return max(0, self._received - self._consumed) + len(self._local)
+        """Messages received and not yet handed to the user."""
+        return max(0, self._received - self._consumed)
 
     @property
     def pending_bytes(self) -> int:
-        local = sum(len(m.data) for m in list(self._local))
-        return max(0, self._in_bytes - self._out_bytes) + local
+        return max(0, self._in_bytes - self._out_bytes)
 
     @property
     def delivered(self) -> int:

@@ -22,10 +22,9 @@ batch. One queue put per batch hands the messages to the consuming thread.
   may release a drain() that closes these subscriptions.
 
 At the end every touched batch is flushed. A flushed batch is put on
-``_q`` as ``(messages, payload bytes)``; the consumer adds both to
-``_consumed``/``_out_bytes`` when it takes the batch, so it does no
-per-message bookkeeping. The return value is ``(messages, payload bytes)``
-over all MSG frames.
+``_q`` as ``(messages, payload bytes)``; the consumer counts ``_consumed``
+and ``_out_bytes`` per message it hands out, so the limits hold exactly. The
+return value is ``(messages, payload bytes)`` over all MSG frames.
 """
 
 from __future__ import annotations
