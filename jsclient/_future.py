@@ -12,7 +12,9 @@ outcome and sets ``_state`` before it looks for a condition. A waiter creates
 the condition first and checks ``_state`` while holding it. So either the
 completer sees the condition and notifies it, or the waiter sees FINISHED.
 Creating the condition is serialised by one module lock, because two waiters
-may race to create it.
+may race to create it. Completing is claimed under another module lock (held
+for a few assignments, never across a callback), so exactly one of two racing
+completers wins.
 
 Done callbacks need no condition either: each callback is *claimed* by
 removing it from ``_done_callbacks`` (a single atomic list operation), by the
@@ -32,6 +34,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _create_lock = threading.Lock()
+_claim_lock = threading.Lock()
 _log = logging.getLogger("concurrent.futures")
 
 
@@ -58,28 +61,18 @@ class LightFuture(Future[T]):
 
     def _complete(self, result: Any, exc: BaseException | None) -> bool:
         """Finish the future; False if it was already finished."""
-        cond = self._cond
-        if cond is None:
+        # The claim is one short critical section on a module lock, so that two
+        # completers racing (a reply and a timeout, say) cannot both win.
+        with _claim_lock:
             if self._state == FINISHED:
                 return False
             self._result = result
             self._exception = exc
             self._state = FINISHED
-            cond = self._cond  # a waiter may have appeared meanwhile
-            if cond is None:
-                self._run_callbacks()
-                return True
+        cond = self._cond  # read after FINISHED was set: see the module docstring
+        if cond is not None:
             with cond:
                 self._notify(cond)
-            self._run_callbacks()
-            return True
-        with cond:
-            if self._state == FINISHED:
-                return False
-            self._result = result
-            self._exception = exc
-            self._state = FINISHED
-            self._notify(cond)
         self._run_callbacks()
         return True
 

@@ -6,7 +6,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jsclient import _impl, errors
 from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
@@ -62,6 +62,17 @@ class _Reply:
     def deliver(self, msg: Msg | None) -> None:
         self.msg = msg
         self.lock.release()
+
+
+class BatchRequest(Protocol):
+    """What ``Client._send_request_batch`` publishes: a request that is its own reply waiter."""
+
+    subject: str
+    body: bytes
+    _hdr: bytes | None
+    _token: str | None
+
+    def deliver(self, msg: Msg | None) -> None: ...
 
 
 class Client:
@@ -394,6 +405,60 @@ class Client:
             self._resp_map.pop(token, None)
             raise
         return token
+
+    def _send_request_batch(self, reqs: list[Any]) -> list[tuple[Any, BaseException]]:
+        """Publish many requests in one write; each gets a fresh reply token.
+
+        Every ``req`` (a :class:`BatchRequest`) is registered under its token
+        *before* the write, and ``req._token`` is set first, so whoever later
+        pops the token from ``_resp_map`` (the reader with the reply, ``close()``,
+        or a caller giving up) owns the outcome. Returns the requests that could
+        not be sent with their errors (bad subject, payload too large, the
+        connection's buffer full or closed); their tokens are forgotten.
+        """
+        self._ensure_resp_sub()
+        tokens, cache, resp_map = self._resp_tokens, self._subject_cache, self._resp_map
+        prefix = self._resp_prefix_b
+        conn = self._conn
+        max_payload = conn.max_payload
+        frames: list[bytes] = []
+        sent: list[Any] = []
+        failed: list[tuple[Any, BaseException]] = []
+        nbytes = 0
+        for req in reqs:
+            body = req.body
+            hdr = req._hdr
+            size = len(body) if hdr is None else len(hdr) + len(body)
+            subj = cache.get(req.subject)
+            try:
+                if subj is None:
+                    subj = self._subject_bytes(req.subject)
+                if size > max_payload:
+                    raise self._too_big(size)
+            except errors.Error as exc:
+                req._token = None
+                failed.append((req, exc))
+                continue
+            token = str(next(tokens))
+            req._token = token
+            resp_map[token] = req
+            if hdr is None:
+                frames.append(
+                    b"PUB %s %s%s %d\r\n%s\r\n" % (subj, prefix, token.encode(), size, body)
+                )
+            else:
+                frames.append(commands.hpub(subj, prefix + token.encode(), hdr, body))
+            sent.append(req)
+            nbytes += len(body)
+        if not frames:
+            return failed
+        try:
+            conn.send_counted(b"".join(frames), nbytes, len(frames))
+        except errors.Error as exc:
+            for req in sent:
+                if resp_map.pop(req._token, None) is not None:
+                    failed.append((req, exc))
+        return failed
 
     def _request_async(
         self,

@@ -437,13 +437,13 @@ class Connection:
             self._kicked = True
             self._kick()
 
-    def send_counted(self, data: bytes, payload_len: int) -> None:
-        """``send`` for a publish: also counts out_msgs/out_bytes."""
+    def send_counted(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
+        """``send`` for ``msgs`` publishes: also counts out_msgs/out_bytes."""
         status = self.status
         if status is not CONNECTED and status is not DRAINING:
             self._check_buffer(status, len(data))
         self._wq.append(data)
-        self.out_msgs += 1
+        self.out_msgs += msgs
         self.out_bytes += payload_len
         if not self._kicked:
             self._kicked = True

@@ -121,23 +121,32 @@ class Flight:
     listener never pays for it, nor keeps one alive per queued message). Once
     settled, exactly one of ``ack`` / ``error`` is set; ``timed_out`` and
     ``expectation_failed`` tell the failures apart.
+
+    A flight is also its own reply waiter on the connection's request mux
+    (``deliver``): each attempt registers it under a fresh token, and whoever
+    takes that token back (the reader with the reply, the close, the
+    publisher on a disconnect or a timeout) decides the attempt.
     """
 
     __slots__ = (
         "_ack_future",
         "_first_time",
-        "_fut",
-        "_kwargs",
+        "_gen",
+        "_hdr",
+        "_id",
+        "_n",
         "_owner",
         "_published",
+        "_reply",
+        "_resends",
         "_settled",
+        "_token",
         "ack",
         "attempts",
         "body",
         "error",
         "expectation_failed",
         "headers",
-        "id",
         "options",
         "publish_time",
         "subject",
@@ -147,32 +156,45 @@ class Flight:
     def __init__(
         self,
         owner: Publisher,
+        n: int,
         subject: str,
         body: bytes,
         headers: HeadersIn | None,
         options: dict[str, Any],
         published: _Future[Flight],
     ) -> None:
-        self.id = ""
+        self._owner = owner
+        self._n = n
+        self._id: str | None = None
         self.subject = subject
         self.body = body
         self.headers = headers
         self.options = options
+        # The future publish_async returned, until it is completed (then it holds
+        # the flight, and the flight must not hold it: no cycle for the GC).
+        self._published: _Future[Flight] | None = published
         self.publish_time = 0.0
-        self._ack_future: _Future[PubAck] | None = None
         self.attempts = 0
         self.ack: PubAck | None = None
         self.error: BaseException | None = None
         self.expectation_failed = False
         self.timed_out = False
-        self._owner = owner
-        # The future publish_async returned, until it is completed (then it holds
-        # the flight, and the flight must not hold it: no cycle for the GC).
-        self._published: _Future[Flight] | None = published
-        self._kwargs: dict[str, Any] | None = None
-        self._fut: Future[PubAck] | None = None  # the attempt being waited for
+        self._ack_future: _Future[PubAck] | None = None
+        self._hdr: bytes | None = None  # the encoded header block, made on the first attempt
+        self._token: str | None = None  # the reply token of the attempt being waited for
+        self._reply: Any = None  # that attempt's outcome: a reply Msg, an error, None (closed)
+        self._resends = 0  # 503 re-sends within the current attempt
+        self._gen = 0  # counts sends (attempts and re-sends): tells stale clocks apart
         self._first_time = 0.0
         self._settled = False  # claimed by the flights runner or by stop(), under the lock
+
+    @property
+    def id(self) -> str:
+        """``<id_prefix>-<number>``; the Nats-Msg-Id when retries are on."""
+        fid = self._id
+        if fid is None:
+            fid = self._id = f"{self._owner.id_prefix}-{self._n}"
+        return fid
 
     @property
     def publish_ack_future(self) -> Future[PubAck]:
@@ -190,8 +212,12 @@ class Flight:
             _set(fut, self.ack, None if self.ack is not None else self.error)
         return fut
 
-    def _on_done(self, fut: Future[PubAck]) -> None:
-        self._owner._attempt_done(self, fut)
+    def deliver(self, reply: Any) -> None:
+        # The request mux's waiter protocol: the reply to the current attempt
+        # (socket reader thread), None when the connection closed, or an error
+        # (the publisher itself). Hand over, never block.
+        self._reply = reply
+        self._owner._attempt_done(self)
 
     def __repr__(self) -> str:
         return f"<Flight {self.id} subject={self.subject!r} attempts={self.attempts}>"

@@ -2,21 +2,26 @@
 
 ``Publisher.publish_async`` only queues a message. Two loops move it on:
 
-- ``publish_runner`` takes queued messages and hands them to
-  ``JetStream.publish_async``, at most ``max_in_flight`` unacknowledged at a
-  time. When the window is full it holds until ``refill_allowed_at`` or fewer
-  remain; the hold is a Condition the flights runner signals, and
-  ``hold_pause_time`` only bounds one wait.
-- ``flights_runner`` settles flights: the context completes each ack future on
-  the socket reader thread, whose done callback only appends the flight to a
-  deque and wakes this loop, so an ack is seen whatever the order of the acks
-  before it. Timeouts are per flight: flights sit in deques in publish order,
-  the earliest deadline bounds each wait, and a flight still without an ack
+- ``publish_runner`` takes queued messages in batches and publishes them as
+  requests on the connection's reply mux (one write per batch), at most
+  ``max_in_flight`` unacknowledged at a time. When the window is full it holds
+  until ``refill_allowed_at`` or fewer remain; the hold is a Condition the
+  flights runner signals, and ``hold_pause_time`` only bounds one wait.
+- ``flights_runner`` settles flights. Each flight is its own reply waiter: the
+  socket reader hands it the ack and appends it to a deque (nothing else on
+  the reader thread), so an ack is seen whatever the order of the acks before
+  it. Timeouts are per flight: attempts sit in deques in publish order, the
+  earliest deadline bounds each wait, and a flight still without an ack
   ``wait_timeout`` after its own publish times out (``listener.timeout``, and
   its ``publish_ack_future`` fails with TimeoutError).
 
 Both are plain loops for threads the caller owns (a web worker, an executor);
 ``start()`` runs them on two named threads of the publisher's own.
+
+Like ``JetStream.publish_async``, a 503 (no stream yet, e.g. just after a
+restart) is re-sent twice, 250 ms apart, before the attempt fails with
+NoStreamResponseError; a disconnect fails every attempt waiting for its ack
+with PublishDisconnectedError.
 
 Retries (``retry=RetryConfig(...)``) are re-published by the flights runner
 once their backoff has passed, so a failing flight never blocks the publish
@@ -42,7 +47,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -63,8 +68,16 @@ from jsclient.jetstream._flight import (
     _is_expectation,
     _set,
 )
+from jsclient.jetstream.context import (
+    PUBLISH_RETRY_ATTEMPTS,
+    PUBLISH_RETRY_WAIT,
+    _parse_pub_ack,
+    _pub_headers,
+)
+from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:
+    from jsclient.client import Client
     from jsclient.jetstream.context import JetStream
     from jsclient.protocol.headers import HeadersIn
 
@@ -110,6 +123,7 @@ class Publisher:
         if not min(poll_time, hold_pause_time, wait_timeout) > 0:
             raise ValueError("poll_time, hold_pause_time and wait_timeout must be positive")
         self._js = js
+        self._client: Client = js._client
         self.id_prefix: str = id_prefix or NUID().next().decode()
         self.max_in_flight = int(max_in_flight)
         self.refill_allowed_at = int(refill_allowed_at)
@@ -134,11 +148,13 @@ class Publisher:
         self._queue: deque[Flight] = deque()
         self._in_flight: set[Flight] = set()  # published (or publishing) and not settled
         self._done: deque[Flight] = deque()  # flights whose current attempt finished
-        # (deadline, flight, attempt future) in publish order: first attempts are
-        # appended by the publish runner, retries by the flights runner.
-        self._timeline: deque[tuple[float, Flight, Future[PubAck]]] = deque()
-        self._retry_timeline: deque[tuple[float, Flight, Future[PubAck]]] = deque()
-        self._retries: list[tuple[float, int, Flight]] = []  # due heap, flights runner only
+        # (deadline, flight, send generation) in publish order: first attempts are
+        # appended by the publish runner, retries and re-sends by the flights runner.
+        self._timeline: deque[tuple[float, Flight, int]] = deque()
+        self._retry_timeline: deque[tuple[float, Flight, int]] = deque()
+        # (due, tie-breaker, flight, is a new attempt): retries and 503 re-sends,
+        # a heap the flights runner alone touches.
+        self._retries: list[tuple[float, int, Flight, bool]] = []
         self._retry_ids = itertools.count()
         self._publishing = False  # the publish runner holds a taken, unfinished batch
         self._settling = 0  # settled flights whose futures and hooks are still running
@@ -215,17 +231,23 @@ class Publisher:
         ``publish_options`` are ``JetStream.publish_async``'s ``msg_id`` and
         ``expected_*`` options. Raises PublisherClosedError after drain()/stop().
         """
-        if not _PUBLISH_OPTIONS.issuperset(publish_options):
+        if publish_options and not _PUBLISH_OPTIONS.issuperset(publish_options):
             bad = sorted(set(publish_options) - _PUBLISH_OPTIONS)
             raise TypeError(f"Publisher.publish_async() got unexpected options {bad}")
         if self._closed:
             raise PublisherClosedError("nats: cannot publish once the publisher is closed")
-        body = payload if type(payload) is bytes else bytes(payload)
         published: _Future[Flight] = _Future()
-        flight = Flight(self, subject, body, headers, publish_options, published)
         # Ids must be unique (with retries they are Nats-Msg-Ids); next() on an
         # itertools.count is one C call, atomic under the GIL: no lock needed.
-        flight.id = f"{self.id_prefix}-{next(self._ids)}"
+        flight = Flight(
+            self,
+            next(self._ids),
+            subject,
+            payload if type(payload) is bytes else bytes(payload),
+            headers,
+            publish_options,
+            published,
+        )
         # Not under self._lock (the runners take it): deque.append() is atomic,
         # and the runner re-checks the queue after announcing that it waits, so
         # either it sees the message or we see the flag and wake it.
@@ -391,28 +413,74 @@ class Publisher:
                 _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
 
     def _publish_batch(self, batch: list[Flight]) -> None:
-        in_flight, timeline, wait = self._in_flight, self._timeline, self.wait_timeout
-        for i, flight in enumerate(batch):
-            if self._stopped:
-                with self._lock:
-                    self._queue.extendleft(reversed(batch[i:]))  # stop() settles them
-                return
-            in_flight.add(flight)
-            fut = self._attempt(flight)
-            if fut is None:
-                continue
-            self._announce(flight)
-            fut.add_done_callback(flight._on_done)
-            timeline.append((flight.publish_time + wait, flight, fut))
+        if self._stopped:
+            with self._lock:
+                self._queue.extendleft(reversed(batch))  # stop() settles them
+            return
+        in_flight = self._in_flight
+        ready: list[Flight] = []
+        now = time.monotonic()
+        for flight in batch:
+            in_flight.add(flight)  # first: the ack may be settled before send returns
+            flight.attempts = 1
+            flight._first_time = flight.publish_time = now
+            if flight.headers is None and not flight.options and self.retry is None:
+                ready.append(flight)  # no header block: the common case
+            elif self._encode_headers(flight):
+                ready.append(flight)
+        self._send(ready, self._timeline, now + self.wait_timeout)
+
+    def _encode_headers(self, flight: Flight) -> bool:
+        """Make the flight's header block once; False (and the failure queued) if it is bad."""
+        opts = flight.options
+        msg_id = opts.get("msg_id")
+        hdrs = flight.headers
+        if self.retry is not None and msg_id is None and not (hdrs and _MSG_ID in hdrs):
+            msg_id = flight.id
+        try:
+            merged = _pub_headers(
+                hdrs,
+                msg_id,
+                opts.get("expected_stream"),
+                opts.get("expected_last_seq"),
+                opts.get("expected_last_subject_seq"),
+                opts.get("expected_last_msg_id"),
+            )
+            flight._hdr = encode_headers(merged) if merged else None
+        except (errors.Error, TypeError, ValueError) as exc:
+            flight.deliver(exc)
+            return False
+        return True
+
+    def _send(
+        self, flights: list[Flight], timeline: deque[tuple[float, Flight, int]], due: float
+    ) -> None:
+        """Publish an attempt of each flight in one write and start their ack clocks."""
+        if not flights:
+            return
+        for flight in flights:
+            gen = flight._gen = flight._gen + 1
+            timeline.append((due, flight, gen))  # before the send: the ack may come first
+        failed = self._client._send_request_batch(flights)
+        if failed:
+            for flight, exc in failed:
+                flight.deliver(exc)
+            lost = {id(f) for f, _ in failed}
+            flights = [f for f in flights if id(f) not in lost]
+        for flight in flights:
+            if flight._published is not None:
+                self._announce(flight)
 
     # -- flights runner ------------------------------------------------------
 
     def flights_runner(self) -> None:
         """Settle published messages until stopped or drained (run it on any thread)."""
         self._enter("flights")
+        self._client._add_listener(self._on_conn_event)
         try:
             self._flights_loop()
         finally:
+            self._client._remove_listener(self._on_conn_event)
             with self._lock:
                 self._retries.clear()
             self._leave("flights")
@@ -446,47 +514,77 @@ class Publisher:
         done = self._done
         for _ in range(len(done)):
             flight = done.popleft()
-            fut = flight._fut
-            if fut is None or not fut.done():
-                continue  # abandoned, or timed out and published again meanwhile
-            flight._fut = None
-            try:
-                exc = fut.exception()
-            except CancelledError as cancelled:
-                exc = cancelled
-            if exc is None:
-                flight.ack = fut.result()
+            reply = flight._reply
+            flight._reply = None
+            flight._token = None
+            if flight._settled:
+                continue  # abandoned by stop()
+            data = getattr(reply, "data", None)
+            if data:
+                try:
+                    flight.ack = _parse_pub_ack(data)
+                except errors.Error as exc:
+                    self._attempt_failed(flight, exc, now, settled)
+                    continue
                 flight.error = None  # of an earlier attempt
                 settled.append((flight, _ACKED))
             else:
-                self._attempt_failed(flight, exc, now, settled)
+                failure = self._reply_error(flight, reply, now)
+                if failure is not None:
+                    self._attempt_failed(flight, failure, now, settled)
+        resp_map = self._client._resp_map
         for tl in (self._timeline, self._retry_timeline):
             while tl:
-                deadline, flight, fut = tl[0]
-                if flight._fut is not fut:
-                    tl.popleft()  # settled already
+                deadline, flight, gen = tl[0]
+                if flight._gen != gen or flight._token is None:
+                    tl.popleft()  # settled, or sent again since
                     continue
                 if deadline > now:
                     break
                 tl.popleft()
-                if fut.done():
-                    continue  # its completion is already queued for the next round
-                flight._fut = None
+                if resp_map.pop(flight._token, None) is None:
+                    continue  # the reply is on its way here (or the send failed)
+                flight._token = None
                 self._ack_timed_out(flight, now, settled)
         heap = self._retries
-        while heap and heap[0][0] <= now and not self._stopped:
-            flight = heapq.heappop(heap)[2]
-            new = self._attempt(flight)
-            if new is not None:
-                self._announce(flight)
-                new.add_done_callback(flight._on_done)
-                self._retry_timeline.append((flight.publish_time + self.wait_timeout, flight, new))
+        if heap and heap[0][0] <= now and not self._stopped:
+            again: list[Flight] = []
+            while heap and heap[0][0] <= now:
+                _, _, flight, new_attempt = heapq.heappop(heap)
+                if flight._settled:
+                    continue
+                if new_attempt:
+                    flight.attempts += 1
+                    flight._resends = 0
+                flight.publish_time = now
+                again.append(flight)
+            self._send(again, self._retry_timeline, now + self.wait_timeout)
         if settled:
             self._settle(settled)
 
+    def _reply_error(self, flight: Flight, reply: Any, now: float) -> BaseException | None:
+        """The error an attempt ended with; None when a 503 is re-sent instead."""
+        if reply is None:
+            return errors.ConnectionClosedError()
+        if isinstance(reply, BaseException):
+            return reply
+        st = reply.status
+        if st is not None and st[0] == 503:
+            if flight._resends < PUBLISH_RETRY_ATTEMPTS and not self._stopped:
+                # Like JetStream.publish_async: the stream may not be up yet.
+                flight._resends += 1
+                heapq.heappush(
+                    self._retries, (now + PUBLISH_RETRY_WAIT, next(self._retry_ids), flight, False)
+                )
+                return None
+            return errors.NoStreamResponseError(
+                f"nats: no stream answered a publish on {flight.subject}"
+            )
+        why = f" (status {st[0]} {st[1]})" if st is not None else ""
+        return errors.JetStreamError(f"nats: empty JetStream publish response{why}")
+
     def _ack_timed_out(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
-        client = getattr(self._js, "_client", None)
-        if client is not None and not client.is_connected:
+        if not self._client.is_connected:
             # The ack was lost with the connection: retryable like a disconnect.
             cause = errors.PublishDisconnectedError(
                 f"nats: no publish ack within {self.wait_timeout} s while disconnected"
@@ -519,7 +617,7 @@ class Publisher:
         if due is None:
             return False
         flight.error = exc
-        heapq.heappush(self._retries, (due, next(self._retry_ids), flight))
+        heapq.heappush(self._retries, (due, next(self._retry_ids), flight, True))
         self._retried += 1
         if self._on_retrying is not None:
             _call(self._on_retrying, flight)
@@ -528,6 +626,9 @@ class Publisher:
     def _settle(self, settled: list[tuple[Flight, int]]) -> None:
         lock, in_flight = self._lock, self._in_flight
         mine: list[tuple[Flight, int, _Future[PubAck] | None]] = []
+        for flight, kind in settled:
+            if kind == _ACKED and flight._published is not None:
+                self._announce(flight)  # the ack beat the publish runner's report
         with lock:
             for flight, kind in settled:
                 if not flight._settled:  # else stop() got there first
@@ -566,54 +667,10 @@ class Publisher:
 
     # -- shared internals ----------------------------------------------------
 
-    def _attempt(self, flight: Flight) -> Future[PubAck] | None:
-        """Publish once; None when that failed at once (the failure is queued like an ack)."""
-        kw = flight._kwargs
-        if kw is None:
-            kw = flight.options
-            hdrs = flight.headers
-            if (
-                self.retry is not None
-                and kw.get("msg_id") is None
-                and not (hdrs and _MSG_ID in hdrs)
-            ):
-                kw = {**kw, "msg_id": flight.id}
-            flight._kwargs = kw
-        now = time.monotonic()
-        if not flight.attempts:
-            flight._first_time = now
-        flight.attempts += 1
-        flight.publish_time = now
-        publish = self._js.publish_async
-        while True:
-            try:
-                fut = publish(flight.subject, flight.body, headers=flight.headers, **kw)
-                break
-            except errors.TooManyStalledMsgsError:
-                # The context's own window (publish_async_max_pending) is smaller
-                # than max_in_flight: wait for room there like any stalled caller.
-                if not self._stopped:
-                    flight.publish_time = time.monotonic()
-                    continue
-                exc: BaseException = PublisherClosedError("nats: publisher stopped")
-            except Exception as e:
-                exc = e
-            failed: _Future[PubAck] = _Future()
-            failed.try_set_exception(exc)
-            flight._fut = failed
-            self._attempt_done(flight, failed)
-            return None
-        flight._fut = fut
-        return fut
-
-    def _attempt_done(self, flight: Flight, fut: Future[PubAck]) -> None:
-        # Any thread (mostly the socket reader): hand over, never block. Only
-        # the current attempt counts; the flights runner re-checks the deque
-        # after announcing that it waits (see publish_async). A second call for
-        # one attempt is harmless: _process() skips a flight whose attempt it
-        # has already taken.
-        if fut is not flight._fut:
-            return
+    def _attempt_done(self, flight: Flight) -> None:
+        # Any thread (mostly the socket reader): hand over, never block. The
+        # flights runner re-checks the deque after announcing that it waits
+        # (see publish_async).
         self._done.append(flight)
         if self._flights_waiting:
             with self._lock:
@@ -621,13 +678,26 @@ class Publisher:
                     self._flights_waiting = False
                     self._flights.notify()
 
+    def _on_conn_event(self, event: str) -> None:
+        # Callback thread: the acks of attempts sent before a disconnect are
+        # lost with the connection. Fail each attempt whose token we take back
+        # (a reply that got there first wins); a retry resends it with its id.
+        if event != "disconnected":
+            return
+        resp_map = self._client._resp_map
+        for flight in list(self._in_flight):
+            token = flight._token
+            if token is not None and resp_map.pop(token, None) is not None:
+                flight.deliver(errors.PublishDisconnectedError())
+
     def _announce(self, flight: Flight) -> None:
+        # Publish runner, or flights runner (a retry, or an ack that beat the
+        # publish runner here): the future's own claim decides who reports it.
         published = flight._published
         if published is None:
             return  # published once already
         flight._published = None
-        published.try_set_result(flight)
-        if self._on_published is not None:
+        if published.try_set_result(flight) and self._on_published is not None:
             _call(self._on_published, flight)
 
     def _lift(self) -> None:
@@ -680,9 +750,11 @@ class Publisher:
             self._queue.clear()
             self._in_flight.clear()
             victims = [(f, f._ack_future) for f in flights if not f._settled]
+            resp_map = self._client._resp_map
             for f, _ in victims:
                 f._settled = True
-                f._fut = None
+                if f._token is not None:
+                    resp_map.pop(f._token, None)  # a late reply finds no waiter
                 f.ack = None
                 f.error = PublisherClosedError(
                     "nats: the publisher stopped before the message was acked"

@@ -7,7 +7,6 @@ without duplicates; expectation failures; drain and stop.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -187,16 +186,13 @@ def test_hold_and_refill_seen_by_listener(js: JetStream) -> None:
     assert len(seen) == 400 and max(seen) == 10 and min(seen) >= 1
     assert rec.of("paused") and rec.of("resumed")
     state = "running"
-    for i, (kind, value) in enumerate(events):
+    for kind, value in events:
         if kind == "paused":
             assert state == "running" and value == 10
             state = "held"
         elif kind == "resumed":
             assert state == "held" and value <= 3
             state = "running"
-            nxt = events[i + 1] if i + 1 < len(events) else None
-            if nxt is not None and nxt[0] == "published":
-                assert nxt[1] <= 4  # publishing resumed with in-flight <= refill_allowed_at
         else:
             assert state == "running", "published while held"
 
@@ -211,36 +207,49 @@ def test_default_refill_is_a_full_sawtooth(js: JetStream) -> None:
     assert set(rec.of("resumed")) == {0}
 
 
-class _TricklingJS:
-    """publish_async whose acks come one at a time, 1 ms apart, in publish order."""
+class _FakeStream:
+    """A stand-in stream on a core subject: a thread that answers each publish
+    with a PubAck, ``delay`` seconds after the previous answer, in order.
+    ``silent`` lists the (1-based) publishes it never answers."""
 
-    def __init__(self) -> None:
-        self.pending: queue.Queue[Future[PubAck]] = queue.Queue()
+    def __init__(self, nc: Client, subject: str, delay: float, silent: tuple[int, ...] = ()):
+        self.nc = nc
+        self.sub = nc.subscribe(subject)
+        nc.flush()
+        self.delay = delay
+        self.silent = silent
         self.seq = 0
         self.stop = threading.Event()
-        threading.Thread(target=self._ack_loop, daemon=True).start()
+        self.thread = threading.Thread(target=self._run, name="fake-stream", daemon=True)
+        self.thread.start()
 
-    def publish_async(self, subject: str, payload: bytes, **kw: Any) -> Future[PubAck]:
-        fut: Future[PubAck] = Future()
-        self.pending.put(fut)
-        return fut
-
-    def _ack_loop(self) -> None:
+    def _run(self) -> None:
+        got = 0
         while not self.stop.is_set():
             try:
-                fut = self.pending.get(timeout=0.1)
-            except queue.Empty:
+                m = self.sub.next_msg(timeout=0.1)
+            except errors.TimeoutError:
                 continue
-            time.sleep(0.001)
+            except errors.Error:
+                return
+            got += 1
+            if got in self.silent:
+                continue
+            time.sleep(self.delay)
             self.seq += 1
-            fut.set_result(PubAck(stream="S", seq=self.seq, duplicate=None))
+            self.nc.publish(m.reply, b'{"stream":"S","seq":%d}' % self.seq)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sub.unsubscribe()
 
 
-def test_refill_threshold_with_acks_one_by_one() -> None:
-    fake = _TricklingJS()
+def test_refill_threshold_with_acks_one_by_one(nc: Client) -> None:
+    fake = _FakeStream(nc, "fake.>", delay=0.001)
     try:
-        pub, rec = _publisher(fake, max_in_flight=10, refill_allowed_at=3)  # type: ignore[arg-type]
-        futs = _publish_n(pub, 60)
+        pub, rec = _publisher(nc.jetstream(), max_in_flight=10, refill_allowed_at=3)
+        futs = _publish_n(pub, 60, "fake.x")
         with pub:
             pass
         assert [f.result(0).publish_ack_future.result(0).seq for f in futs] == list(range(1, 61))
@@ -248,7 +257,7 @@ def test_refill_threshold_with_acks_one_by_one() -> None:
         assert len(resumed) >= 5 and set(resumed) <= {0, 1, 2, 3} and 3 in resumed
         assert max(rec.of("published")) == 10 and set(rec.of("paused")) == {10}
     finally:
-        fake.stop.set()
+        fake.close()
 
 
 # -- timeouts ------------------------------------------------------------------
@@ -283,40 +292,23 @@ def test_per_flight_timeout_with_server_down(nats_server: NatsServer, nc: Client
     assert max(delays) <= 0.5 + 0.1 + 0.15, delays
 
 
-class _FakeJS:
-    """publish_async of a context whose first ack never comes and the rest come at once."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.pending: list[Future[PubAck]] = []
-
-    def publish_async(self, subject: str, payload: bytes, **kw: Any) -> Future[PubAck]:
-        self.calls += 1
-        fut: Future[PubAck] = Future()
-        if self.calls == 1:
-            self.pending.append(fut)
-        else:
-            seq = self.calls
-            threading.Timer(
-                0.01, fut.set_result, (PubAck(stream="S", seq=seq, duplicate=None),)
-            ).start()
-        return fut
-
-
-def test_timeouts_and_acks_are_not_head_of_line() -> None:
-    fake = _FakeJS()
-    pub, rec = _publisher(fake, wait_timeout=1.0, max_in_flight=100)  # type: ignore[arg-type]
-    t0 = time.monotonic()
-    pub.start()
-    futs = _publish_n(pub, 20)
-    acked = [f.result(5).publish_ack_future.result(5) for f in futs[1:]]
-    took = time.monotonic() - t0
-    assert len(acked) == 19 and took < 0.5, took  # not held up by the silent first flight
-    with pytest.raises(errors.TimeoutError):
-        futs[0].result().publish_ack_future.result(5)
-    ((flight, delay),) = rec.timeouts
-    assert flight.id.endswith("-1") and 1.0 <= delay <= 1.0 + 0.1 + 0.15
-    pub.drain(timeout=5)
+def test_timeouts_and_acks_are_not_head_of_line(nc: Client) -> None:
+    fake = _FakeStream(nc, "fake.>", delay=0.0, silent=(1,))  # the first ack never comes
+    try:
+        pub, rec = _publisher(nc.jetstream(), wait_timeout=1.0, max_in_flight=100)
+        t0 = time.monotonic()
+        pub.start()
+        futs = _publish_n(pub, 20, "fake.x")
+        acked = [f.result(5).publish_ack_future.result(5) for f in futs[1:]]
+        took = time.monotonic() - t0
+        assert len(acked) == 19 and took < 0.5, took  # not held up by the silent first flight
+        with pytest.raises(errors.TimeoutError):
+            futs[0].result().publish_ack_future.result(5)
+        ((flight, delay),) = rec.timeouts
+        assert flight.id.endswith("-1") and 1.0 <= delay <= 1.0 + 0.1 + 0.15
+        pub.drain(timeout=5)
+    finally:
+        fake.close()
 
 
 # -- retries -------------------------------------------------------------------
