@@ -5,10 +5,24 @@ Same rules, results and errors; the subject is scanned in place for dots and
 the numbers are read from the characters, so no token list and no ``int()``.
 An argument that is not exactly a ``str`` goes to the pure function, so odd
 inputs fail (or not) exactly as the specification does.
+
+``pub_ack_fields`` reads the publish ack in place: one pass over the bytes for
+the fixed text, the name and the digits, the number accumulated as it is read,
+the name decoded by CPython's strict UTF-8 decoder (or, when it is the same
+bytes as the last name, the last str reused). An argument that is not
+exactly ``bytes`` goes to the pure function.
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_FromUnsignedLongLong
-from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
+from cpython.unicode cimport (
+    PyUnicode_DATA,
+    PyUnicode_DecodeUTF8,
+    PyUnicode_GET_LENGTH,
+    PyUnicode_KIND,
+    PyUnicode_READ,
+)
+from libc.string cimport memcmp, memcpy
 
 from jsclient.errors import InvalidJSAckError
 from jsclient.protocol import jsack as _spec
@@ -146,3 +160,81 @@ def parse_jsack(reply):
         r, kind, d, dots[base + 5] + 1, dots[base + 6] if ndots > base + 6 else n, "num pending"
     )
     return (stream, consumer, delivered, sseq, cseq, ts, pending, domain)
+
+
+# {"stream":"<name>","seq":<digits>}
+cdef const char* _HEAD = b'{"stream":"'  # 11 bytes
+cdef const char* _SEQ = b'","seq":'  # 8 bytes
+cdef enum:
+    _HEAD_LEN = 11
+    _SEQ_LEN = 8
+    _MAX_SEQ_DIGITS = 20
+    _MIN_PUB_ACK = 22  # head, one name byte, seq key, one digit, "}"
+
+# The last stream name decoded (when it is at most _NAME_CACHE bytes): a
+# publisher's acks name one stream again and again, and reusing the str skips a
+# decode and an allocation. Same bytes, same strict UTF-8 decoding, so the
+# result is the same. The three are updated together, with the GIL held and no
+# Python code in between.
+cdef enum:
+    _NAME_CACHE = 256
+cdef char _last_name[_NAME_CACHE]
+cdef Py_ssize_t _last_len = -1
+cdef str _last_stream = None
+
+
+def pub_ack_fields(data):
+    """``(stream, seq)`` of a plain ``{"stream":"<name>","seq":<n>}`` publish ack, else ``None``."""
+    global _last_len, _last_stream
+    if type(data) is not bytes:
+        return _spec.pub_ack_fields(data)
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    cdef Py_ssize_t i = _HEAD_LEN
+    cdef Py_ssize_t name_end, name_len, last
+    cdef str stream
+    cdef unsigned char c
+    cdef unsigned int digit
+    cdef unsigned long long v
+    if n < _MIN_PUB_ACK or p[n - 1] != 125 or memcmp(p, _HEAD, _HEAD_LEN) != 0:  # }
+        return None
+    last = n - 1  # the "}"
+    # name: up to the first '"'; no backslash, no control byte
+    while i < last:
+        c = p[i]
+        if c == 34:  # "
+            break
+        if c == 92 or c < 32:  # backslash or a control byte
+            return None
+        i += 1
+    name_end = i
+    if name_end == _HEAD_LEN or last - name_end < _SEQ_LEN + 1:
+        return None
+    if memcmp(p + name_end, _SEQ, _SEQ_LEN) != 0:
+        return None
+    i = name_end + _SEQ_LEN  # first digit; last > i
+    if last - i > _MAX_SEQ_DIGITS or (p[i] == 48 and last - i > 1):  # leading zero
+        return None
+    v = 0
+    while i < last:
+        c = p[i]
+        if c < 48 or c > 57:  # not an ASCII digit
+            return None
+        digit = c - 48
+        # v * 10 + digit > 18446744073709551615 without a division
+        if v > 1844674407370955161ULL or (v == 1844674407370955161ULL and digit > 5):
+            return None
+        v = v * 10 + digit
+        i += 1
+    name_len = name_end - _HEAD_LEN
+    if name_len == _last_len and memcmp(_last_name, p + _HEAD_LEN, name_len) == 0:
+        return (_last_stream, PyLong_FromUnsignedLongLong(v))
+    try:
+        stream = PyUnicode_DecodeUTF8(<const char*>p + _HEAD_LEN, name_len, NULL)
+    except UnicodeDecodeError:
+        return None
+    if name_len <= _NAME_CACHE:
+        memcpy(_last_name, p + _HEAD_LEN, name_len)
+        _last_len = name_len
+        _last_stream = stream
+    return (stream, PyLong_FromUnsignedLongLong(v))

@@ -1,7 +1,7 @@
 """Micro benchmarks of the protocol hot path, pure Python vs Cython side by side.
 
 Run: ``.venv/bin/python -m pytest benchmarks/test_micro_protocol.py --benchmark-only -q``.
-Each group (``parser-msg``, ``jsack``, ``status``, ``sizes``) has a ``py`` and a
+Each group (``parser-msg``, ``jsack``, ``pub-ack``, ``status``, ``sizes``) has a ``py`` and a
 ``c`` row; the parser rows time one feed of 1000 JetStream MSG frames, so divide
 by 1000 for the cost per message. Without the compiled twins the ``c`` rows skip.
 """
@@ -18,6 +18,7 @@ ACK = "$JS.ACK.ORDERS.c1.1.123.123.1700000000000000000.5"
 FRAME = f"MSG orders.new 7 {ACK} 16\r\n".encode() + b"0123456789abcdef\r\n"
 FRAMES_PER_FEED = 1000
 BATCH = FRAME * FRAMES_PER_FEED
+PUB_ACK = b'{"stream":"ORDERS","seq":123456}'
 USER_HEADER = b"NATS/1.0\r\nX-Trace: abc\r\n\r\n"
 STATUS_HEADER = b"NATS/1.0 409 Exceeded MaxWaiting\r\n\r\n"
 ENDED_HEADER = (
@@ -72,6 +73,13 @@ def test_parser_msg_split_feeds(benchmark: Any, impl: str) -> None:
 def test_parse_jsack(benchmark: Any, impl: str) -> None:
     parse = _mod(impl, "jsack").parse_jsack
     assert run(benchmark, parse, ACK)[3] == 123
+
+
+@IMPLS
+@pytest.mark.benchmark(group="pub-ack")
+def test_pub_ack_fields(benchmark: Any, impl: str) -> None:
+    pub_ack_fields = _mod(impl, "jsack").pub_ack_fields
+    assert run(benchmark, pub_ack_fields, PUB_ACK) == ("ORDERS", 123456)
 
 
 @IMPLS

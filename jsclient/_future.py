@@ -45,9 +45,32 @@ class LightFuture(Future[T]):
         self._state = PENDING
         self._result: Any = None
         self._exception: BaseException | None = None
-        self._waiters: list[Any] = []
-        self._done_callbacks: list[Any] = []
+        self._w: list[Any] | None = None  # waiters of wait()/as_completed(), made on demand
+        self._cbs: list[Any] | None = None  # done callbacks, made on demand
         self._cond: threading.Condition | None = None
+
+    # Future's own methods (and concurrent.futures.wait) use these two lists;
+    # most futures never need them, so they are made on first use: two fewer
+    # allocations (and objects for the garbage collector) per future.
+    @property
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
+        w = self._w
+        if w is None:
+            with _create_lock:
+                w = self._w
+                if w is None:
+                    w = self._w = []
+        return w
+
+    @property
+    def _done_callbacks(self) -> list[Any]:
+        cbs = self._cbs
+        if cbs is None:
+            with _create_lock:
+                cbs = self._cbs
+                if cbs is None:
+                    cbs = self._cbs = []
+        return cbs
 
     @property
     def _condition(self) -> threading.Condition:  # type: ignore[override]
@@ -77,7 +100,7 @@ class LightFuture(Future[T]):
         return True
 
     def _notify(self, cond: threading.Condition) -> None:
-        for waiter in self._waiters:
+        for waiter in self._w or ():
             if self._exception is None:
                 waiter.add_result(self)
             else:
@@ -85,7 +108,7 @@ class LightFuture(Future[T]):
         cond.notify_all()
 
     def _run_callbacks(self) -> None:
-        callbacks = self._done_callbacks
+        callbacks = self._cbs  # None: nobody added one before FINISHED was set
         while callbacks:
             try:
                 fn = callbacks.pop(0)

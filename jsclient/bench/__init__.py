@@ -149,6 +149,15 @@ def _js_workloads() -> list[Workload]:
             target=3.0,
         ),
         Workload(
+            "js-publisher-default",
+            "managed Publisher, default settings (max_in_flight 50) vs publish_async 50",
+            P(js.js_publisher, window=50),
+            P(js.py_publish_async, window=50),
+            100_000,
+            10_000,
+            target=3.0,
+        ),
+        Workload(
             "js-fetch-ack",
             f"fetch({js.BATCH}) + ack each (file stream)",
             js.js_fetch,

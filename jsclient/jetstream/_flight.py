@@ -129,6 +129,7 @@ class Flight:
     """
 
     __slots__ = (
+        "_ack",
         "_ack_future",
         "_first_time",
         "_gen",
@@ -141,7 +142,6 @@ class Flight:
         "_resends",
         "_settled",
         "_token",
-        "ack",
         "attempts",
         "body",
         "error",
@@ -175,7 +175,8 @@ class Flight:
         self._published: _Future[Flight] | None = published
         self.publish_time = 0.0
         self.attempts = 0
-        self.ack: PubAck | None = None
+        # The PubAck, or the (stream, seq) of a plain ack until ``ack`` is read.
+        self._ack: PubAck | tuple[str, int] | None = None
         self.error: BaseException | None = None
         self.expectation_failed = False
         self.timed_out = False
@@ -195,6 +196,15 @@ class Flight:
         if fid is None:
             fid = self._id = f"{self._owner.id_prefix}-{self._n}"
         return fid
+
+    @property
+    def ack(self) -> PubAck | None:
+        """The PubAck once acked (None before, and after a failure)."""
+        ack = self._ack
+        if type(ack) is tuple:
+            # Made on first read: most acks are only counted, never looked at.
+            ack = self._ack = PubAck(stream=ack[0], seq=ack[1])
+        return ack  # type: ignore[return-value]
 
     @property
     def publish_ack_future(self) -> Future[PubAck]:
@@ -217,7 +227,10 @@ class Flight:
         # (socket reader thread), None when the connection closed, or an error
         # (the publisher itself). Hand over, never block.
         self._reply = reply
-        self._owner._attempt_done(self)
+        owner = self._owner
+        owner._done.append(self)
+        if owner._flights_waiting:
+            owner._wake_flights()
 
     def __repr__(self) -> str:
         return f"<Flight {self.id} subject={self.subject!r} attempts={self.attempts}>"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
-from jsclient import errors
+from jsclient import _impl, errors
 from jsclient._future import LightFuture
 from jsclient._threads import TimerHandle
 from jsclient.api import AccountInfo, ConsumerInfo, PubAck, StreamInfo
@@ -58,6 +58,7 @@ PUBLISH_RETRY_ATTEMPTS = 2
 PUBLISH_RETRY_WAIT = 0.25
 
 _PUBACK_FIELDS = frozenset({"stream", "seq", "domain", "duplicate", "val"})
+_pub_ack_fields = _impl.jsack.pub_ack_fields
 
 _MSG_ID = "Nats-Msg-Id"
 _EXPECTED_STREAM = "Nats-Expected-Stream"
@@ -606,20 +607,14 @@ def _decode_api(data: bytes, what: str) -> dict[str, Any]:
     return resp
 
 
-_ACK_HEAD = b'{"stream":"'
-_ACK_SEQ = b'","seq":'
-
-
 def _parse_pub_ack(data: bytes) -> PubAck:
-    # Fast path for the common ack, exactly {"stream":"<name>","seq":<digits>}:
-    # this runs on the reader thread once per publish. Anything else (escapes,
-    # duplicate, domain, errors) goes through the JSON decoder.
-    if data[:11] == _ACK_HEAD and data[-1:] == b"}" and b"\\" not in data:
-        i = data.find(_ACK_SEQ, 11)
-        if i > 11 and data.find(b'"', 11, i) < 0:
-            digits = data[i + 8 : -1]
-            if digits.isdigit() and len(digits) < 20:
-                return PubAck(stream=data[11:i].decode(), seq=int(digits))
+    # The common ack, exactly {"stream":"<name>","seq":<digits>}, is read by the
+    # (C-accelerated) jsack.pub_ack_fields: this runs on the reader thread once
+    # per publish. Anything else (escapes, duplicate, domain, errors) goes
+    # through the JSON decoder.
+    fields = _pub_ack_fields(data)
+    if fields is not None:
+        return PubAck(stream=fields[0], seq=fields[1])
     resp = _decode_api(data, "publish ack")
     if not resp.get("stream"):
         raise errors.JetStreamError(

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
-from jsclient import errors
+from jsclient import _impl, errors
 from jsclient.api import PubAck
 from jsclient.jetstream._flight import (
     DEFAULT_RETRY_ON,
@@ -80,6 +80,8 @@ if TYPE_CHECKING:
     from jsclient.client import Client
     from jsclient.jetstream.context import JetStream
     from jsclient.protocol.headers import HeadersIn
+
+pub_ack_fields = _impl.jsack.pub_ack_fields
 
 __all__ = [
     "DEFAULT_RETRY_ON",
@@ -148,9 +150,11 @@ class Publisher:
         self._queue: deque[Flight] = deque()
         self._in_flight: set[Flight] = set()  # published (or publishing) and not settled
         self._done: deque[Flight] = deque()  # flights whose current attempt finished
-        # (deadline, flight, send generation) in publish order: first attempts are
-        # appended by the publish runner, retries and re-sends by the flights runner.
-        self._timeline: deque[tuple[float, Flight, int]] = deque()
+        # Ack clocks in publish order. First sends, by the publish runner: the
+        # flight itself (due at publish_time + wait_timeout while it is on its
+        # first send). Retries and re-sends, by the flights runner: (due,
+        # flight, send generation).
+        self._timeline: deque[Flight] = deque()
         self._retry_timeline: deque[tuple[float, Flight, int]] = deque()
         # (due, tie-breaker, flight, is a new attempt): retries and 503 re-sends,
         # a heap the flights runner alone touches.
@@ -428,7 +432,7 @@ class Publisher:
                 ready.append(flight)  # no header block: the common case
             elif self._encode_headers(flight):
                 ready.append(flight)
-        self._send(ready, self._timeline, now + self.wait_timeout)
+        self._send(ready, 0.0)
 
     def _encode_headers(self, flight: Flight) -> bool:
         """Make the flight's header block once; False (and the failure queued) if it is bad."""
@@ -452,15 +456,20 @@ class Publisher:
             return False
         return True
 
-    def _send(
-        self, flights: list[Flight], timeline: deque[tuple[float, Flight, int]], due: float
-    ) -> None:
-        """Publish an attempt of each flight in one write and start their ack clocks."""
+    def _send(self, flights: list[Flight], due: float) -> None:
+        """Publish each flight in one write and start their ack clocks (before
+        the write: the ack may come first). ``due`` is 0.0 for first sends."""
         if not flights:
             return
-        for flight in flights:
-            gen = flight._gen = flight._gen + 1
-            timeline.append((due, flight, gen))  # before the send: the ack may come first
+        if due:
+            timeline = self._retry_timeline
+            for flight in flights:
+                gen = flight._gen = flight._gen + 1
+                timeline.append((due, flight, gen))
+        else:
+            for flight in flights:
+                flight._gen = 1
+            self._timeline.extend(flights)
         failed = self._client._send_request_batch(flights)
         if failed:
             for flight, exc in failed:
@@ -501,9 +510,10 @@ class Publisher:
 
     def _next_wake(self) -> float:
         wake = time.monotonic() + self.poll_time
-        for tl in (self._timeline, self._retry_timeline):
-            if tl:
-                wake = min(wake, tl[0][0])
+        if self._timeline:
+            wake = min(wake, self._timeline[0].publish_time + self.wait_timeout)
+        if self._retry_timeline:
+            wake = min(wake, self._retry_timeline[0][0])
         if self._retries:
             wake = min(wake, self._retries[0][0])
         return wake
@@ -521,31 +531,41 @@ class Publisher:
                 continue  # abandoned by stop()
             data = getattr(reply, "data", None)
             if data:
-                try:
-                    flight.ack = _parse_pub_ack(data)
-                except errors.Error as exc:
-                    self._attempt_failed(flight, exc, now, settled)
-                    continue
+                fields = pub_ack_fields(data)
+                if fields is not None:
+                    flight._ack = fields  # a plain ack: the PubAck is made when read
+                else:
+                    try:
+                        flight._ack = _parse_pub_ack(data)
+                    except errors.Error as exc:
+                        self._attempt_failed(flight, exc, now, settled)
+                        continue
                 flight.error = None  # of an earlier attempt
                 settled.append((flight, _ACKED))
             else:
                 failure = self._reply_error(flight, reply, now)
                 if failure is not None:
                     self._attempt_failed(flight, failure, now, settled)
-        resp_map = self._client._resp_map
-        for tl in (self._timeline, self._retry_timeline):
-            while tl:
-                deadline, flight, gen = tl[0]
-                if flight._gen != gen or flight._token is None:
-                    tl.popleft()  # settled, or sent again since
-                    continue
-                if deadline > now:
-                    break
-                tl.popleft()
-                if resp_map.pop(flight._token, None) is None:
-                    continue  # the reply is on its way here (or the send failed)
-                flight._token = None
-                self._ack_timed_out(flight, now, settled)
+        first, wait = self._timeline, self.wait_timeout
+        while first:
+            flight = first[0]
+            if flight._gen != 1 or flight._token is None:
+                first.popleft()  # settled, or sent again since
+            elif flight.publish_time + wait > now:
+                break
+            else:
+                first.popleft()
+                self._expire(flight, now, settled)
+        later = self._retry_timeline
+        while later:
+            deadline, flight, gen = later[0]
+            if flight._gen != gen or flight._token is None:
+                later.popleft()
+            elif deadline > now:
+                break
+            else:
+                later.popleft()
+                self._expire(flight, now, settled)
         heap = self._retries
         if heap and heap[0][0] <= now and not self._stopped:
             again: list[Flight] = []
@@ -558,7 +578,7 @@ class Publisher:
                     flight._resends = 0
                 flight.publish_time = now
                 again.append(flight)
-            self._send(again, self._retry_timeline, now + self.wait_timeout)
+            self._send(again, now + self.wait_timeout)
         if settled:
             self._settle(settled)
 
@@ -583,7 +603,12 @@ class Publisher:
         why = f" (status {st[0]} {st[1]})" if st is not None else ""
         return errors.JetStreamError(f"nats: empty JetStream publish response{why}")
 
-    def _ack_timed_out(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
+    def _expire(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
+        """The send's ack is overdue: time it out, unless its reply just came."""
+        token = flight._token
+        if token is None or self._client._resp_map.pop(token, None) is None:
+            return  # the reply is on its way here (or the send failed)
+        flight._token = None
         if not self._client.is_connected:
             # The ack was lost with the connection: retryable like a disconnect.
             cause = errors.PublishDisconnectedError(
@@ -667,16 +692,14 @@ class Publisher:
 
     # -- shared internals ----------------------------------------------------
 
-    def _attempt_done(self, flight: Flight) -> None:
-        # Any thread (mostly the socket reader): hand over, never block. The
-        # flights runner re-checks the deque after announcing that it waits
-        # (see publish_async).
-        self._done.append(flight)
-        if self._flights_waiting:
-            with self._lock:
-                if self._flights_waiting:
-                    self._flights_waiting = False
-                    self._flights.notify()
+    def _wake_flights(self) -> None:
+        # Any thread, after appending to _done (Flight.deliver): the flights
+        # runner re-checks the deque after announcing that it waits (see
+        # publish_async), so either it sees the flight or we see the flag.
+        with self._lock:
+            if self._flights_waiting:
+                self._flights_waiting = False
+                self._flights.notify()
 
     def _on_conn_event(self, event: str) -> None:
         # Callback thread: the acks of attempts sent before a disconnect are
@@ -755,7 +778,7 @@ class Publisher:
                 f._settled = True
                 if f._token is not None:
                     resp_map.pop(f._token, None)  # a late reply finds no waiter
-                f.ack = None
+                f._ack = None
                 f.error = PublisherClosedError(
                     "nats: the publisher stopped before the message was acked"
                 )

@@ -25,9 +25,36 @@ Rules (the Cython twin follows them to the character):
   above 18446744073709551615 (uint64) is rejected as an overflow.
 - Anything invalid raises :class:`jsclient.errors.InvalidJSAckError`, whose
   message names the problem.
+
+``pub_ack_fields(data)`` is the fast path for a JetStream publish
+acknowledgement (the server's reply to a publish, read once per published
+message on the socket reader thread). It returns ``(stream, seq)`` for the
+usual ack and ``None`` for anything else; the caller then decodes the reply as
+JSON in full (``duplicate``, ``domain``, errors, escapes...).
+
+Rules (the Cython twin follows them byte for byte):
+
+- ``data`` must be exactly ``{"stream":"<name>","seq":<digits>}``: these bytes
+  in this order, no whitespace anywhere, nothing before or after, no other
+  field.
+- ``<name>`` is 1 or more bytes, none of them ``"`` (0x22), ``\\`` (0x5C) or
+  below 0x20 (a JSON control character), and it must decode as strict UTF-8
+  (no overlong forms, no surrogates, nothing above U+10FFFF); ``stream`` is
+  that decoding. So the name ends at the first ``"``; a name with an escape
+  is left to the JSON decoder.
+- ``<digits>`` is 1 to 20 ASCII digits ``0``-``9`` with no leading zero
+  (``0`` alone is fine) and a value of at most 18446744073709551615 (uint64);
+  ``seq`` is that value as an ``int``. No sign, fraction or exponent.
+- Anything else gives ``None``; it never raises.
+- Input types: ``bytes`` is read as is. A ``bytearray``, a ``memoryview`` or
+  a ``bytes`` subclass is read as ``bytes(data)`` (the bytes it holds); a
+  released memoryview gives ``None``. Any other type (``str``, ``None``,
+  ``int``...) gives ``None``.
 """
 
 from __future__ import annotations
+
+import re as _re
 
 from jsclient.errors import InvalidJSAckError
 
@@ -88,3 +115,31 @@ def parse_jsack(reply: str) -> JSAck:
         _u64(toks[base + 6], "num pending", reply),
         domain,
     )
+
+
+# The whole publish-ack rule as one pattern (bytes mode: [0-9] is ASCII only);
+# the value bound and the UTF-8 check are made on the match.
+_PUB_ACK = _re.compile(rb'\{"stream":"([^"\\\x00-\x1f]+)","seq":(0|[1-9][0-9]{0,19})\}')
+
+
+def pub_ack_fields(data: object) -> tuple[str, int] | None:
+    """``(stream, seq)`` of a plain ``{"stream":"<name>","seq":<n>}`` publish ack, else ``None``."""
+    if type(data) is not bytes:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            return None
+        try:
+            data = bytes(data)
+        except ValueError:  # a released memoryview
+            return None
+    m = _PUB_ACK.fullmatch(data)
+    if m is None:
+        return None
+    name, digits = m.groups()
+    seq = int(digits)  # 1 to 20 ASCII digits: checked by the pattern
+    if seq > MAX_UINT64:
+        return None
+    try:
+        stream = name.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return (stream, seq)

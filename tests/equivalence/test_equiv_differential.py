@@ -302,6 +302,141 @@ def test_jsack_odd_types(both: Pair, reply: Any) -> None:
     same(lambda: py.jsack.parse_jsack(reply), lambda: c.jsack.parse_jsack(reply))
 
 
+# ----------------------------------------------------------------------------- pub ack
+
+#: stream names as the server writes them, plus bytes the fast path must refuse
+ack_names = (
+    st.text(alphabet="abcXYZ_-.é流😀 0", min_size=1, max_size=12).map(str.encode)
+    | st.text(min_size=1, max_size=8).map(lambda t: t.encode("utf-8", "surrogatepass"))
+    | st.binary(min_size=0, max_size=8)
+    | st.sampled_from([b"", b'"', b"\\", b"\x00", b"\x1f", b"\x7f", b"\xc3", b"\xed\xa0\x80"])
+)
+ack_seqs = (
+    st.integers(0, 2**64 + 5).map(lambda n: str(n).encode())
+    | st.integers(2**64 - 3, 2**64 + 3).map(lambda n: str(n).encode())
+    | st.sampled_from([b"", b"00", b"01", b"-1", b"+1", b"1.0", b"1e3", b'"5"', b"\xd9\xa1"])
+    | st.text(alphabet="0123456789", min_size=18, max_size=22).map(str.encode)
+)
+
+
+def pub_ack(name: bytes, seq: bytes) -> bytes:
+    return b'{"stream":"' + name + b'","seq":' + seq + b"}"
+
+
+@st.composite
+def pub_ack_mutated(draw: st.DrawFn) -> bytes:
+    data = bytearray(pub_ack(draw(ack_names), draw(ack_seqs)))
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["insert", "delete", "replace"]))
+        i = draw(st.integers(0, len(data) - (kind != "insert")))
+        byte = draw(
+            st.sampled_from(b' \t\n"\\{}:,0159-\x00\x1f\x7f\x80\xc3\xff') | st.integers(0, 255)
+        )
+        if kind == "insert":
+            data.insert(i, byte)
+        elif kind == "delete":
+            del data[i]
+        else:
+            data[i] = byte
+    return bytes(data)
+
+
+@SETTINGS
+@given(
+    data=st.binary(max_size=60)
+    | st.binary(max_size=30).map(lambda b: b'{"stream":"' + b)
+    | st.binary(max_size=30).map(lambda b: b'{"stream":"S","seq":' + b)
+)
+def test_pub_ack_random_bytes(both: Pair, data: bytes) -> None:
+    py, c = both
+    same(lambda: py.jsack.pub_ack_fields(data), lambda: c.jsack.pub_ack_fields(data))
+
+
+@SETTINGS
+@given(data=pub_ack_mutated() | st.tuples(ack_names, ack_seqs).map(lambda t: pub_ack(*t)))
+def test_pub_ack_mutated(both: Pair, data: bytes) -> None:
+    py, c = both
+    same(lambda: py.jsack.pub_ack_fields(data), lambda: c.jsack.pub_ack_fields(data))
+
+
+@SETTINGS
+@given(
+    names=st.lists(
+        st.text(min_size=1, max_size=20).filter(
+            lambda t: not any(ch in t for ch in '"\\') and min(t) >= " "
+        )
+        | st.sampled_from(["ORDERS", "ORDERS2", "ORDER", "é流"]),
+        min_size=1,
+        max_size=4,
+    ),
+    seqs=st.lists(
+        st.integers(0, 2**64 - 1) | st.sampled_from([0, 1, 2**64 - 1]), min_size=1, max_size=6
+    ),
+)
+def test_pub_ack_valid(both: Pair, names: list[str], seqs: list[int]) -> None:
+    # several acks in a row, so the twin's reuse of the last name is exercised
+    py, c = both
+    for name, seq in zip(names * len(seqs), seqs, strict=False):
+        data = pub_ack(name.encode(), str(seq).encode())  # st.text() draws no surrogates
+        result = same(
+            lambda d=data: py.jsack.pub_ack_fields(d), lambda d=data: c.jsack.pub_ack_fields(d)
+        )
+        assert result == ("ok", (name, seq), (tuple, [str, int]))
+
+
+class _Bytes(bytes):
+    pass
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        5,
+        1.5,
+        True,
+        '{"stream":"S","seq":5}',
+        ["x"],
+        {"stream": "S", "seq": 5},
+        bytearray(b'{"stream":"S","seq":5}'),
+        bytearray(b'{"stream":"S","seq":05}'),
+        memoryview(b'{"stream":"S","seq":5}'),
+        memoryview(b'x{"stream":"S","seq":5}x')[1:-1],
+        memoryview(b'{"stream":"S","seq":5}x')[::2],
+        _Bytes(b'{"stream":"S","seq":5}'),
+        _Bytes(b'{"stream":"S","seq":x}'),
+    ],
+)
+def test_pub_ack_odd_types(both: Pair, data: Any) -> None:
+    py, c = both
+    same(lambda: py.jsack.pub_ack_fields(data), lambda: c.jsack.pub_ack_fields(data))
+
+
+def test_pub_ack_released_memoryview(both: Pair) -> None:
+    py, c = both
+    view = memoryview(b'{"stream":"S","seq":5}')
+    view.release()
+    assert same(lambda: py.jsack.pub_ack_fields(view), lambda: c.jsack.pub_ack_fields(view)) == (
+        "ok",
+        None,
+        type(None),
+    )
+
+
+def test_pub_ack_vectors_every_mutation(both: Pair) -> None:
+    # every single-byte delete, and every replacement by a telling byte, of the valid vectors
+    py, c = both
+    for data, expected in v.PUB_ACK:
+        if expected is None or len(data) > 80:
+            continue
+        for i in range(len(data)):
+            variants = [data[:i] + data[i + 1 :]]
+            variants += [data[:i] + bytes([b]) + data[i + 1 :] for b in b' "\\}0a\x00\xff']
+            variants += [data[:i] + bytes([b]) + data[i:] for b in b' "0']
+            for m in variants:
+                same(lambda m=m: py.jsack.pub_ack_fields(m), lambda m=m: c.jsack.pub_ack_fields(m))
+
+
 # ----------------------------------------------------------------------------- status
 
 JS_NAMES = [
@@ -528,6 +663,7 @@ def _params(fn: Any) -> list[str]:
         ("parser", "Parser.feed"),
         ("parser", "Parser.reset"),
         ("jsack", "parse_jsack"),
+        ("jsack", "pub_ack_fields"),
         ("status", "status_of"),
         ("status", "classify"),
         ("status", "js_headers"),

@@ -70,6 +70,39 @@ def test_jsack(impl: SimpleNamespace, reply: str, expected: Any) -> None:
     check(lambda: impl.jsack.parse_jsack(reply), expected)
 
 
+@pytest.mark.parametrize(("data", "expected"), v.PUB_ACK, ids=[repr(d[:48]) for d, _ in v.PUB_ACK])
+def test_pub_ack_fields(impl: SimpleNamespace, data: bytes, expected: Any) -> None:
+    check(lambda: impl.jsack.pub_ack_fields(data), expected)
+    # bytearray and memoryview are read as the bytes they hold
+    check(lambda: impl.jsack.pub_ack_fields(bytearray(data)), expected)
+    check(lambda: impl.jsack.pub_ack_fields(memoryview(data)), expected)
+
+
+def test_pub_ack_fields_reuses_no_stale_name(impl: SimpleNamespace) -> None:
+    # the twin reuses the last decoded name: changing names must never return an old one
+    f = impl.jsack.pub_ack_fields
+    seq = [b"ORDERS", b"ORDERS", b"ORDER", b"ORDERSX", b"ORDERT", "\u00e9".encode(), b"\xc3\xa9x"]
+    seq += [b"L" * 256, b"L" * 256, b"L" * 257, b"L" * 257, b"L" * 255, b"L" * 256, b"ORDERS"]
+    for name in seq * 2:
+        assert f(b'{"stream":"' + name + b'","seq":9}') == (name.decode(), 9)
+    assert f(b'{"stream":"\xc3","seq":9}') is None
+    assert f(b'{"stream":"\xc3\xa9x","seq":9}') == ("\u00e9x", 9)
+
+
+@pytest.mark.parametrize(
+    "data", [None, 5, 1.5, '{"stream":"S","seq":5}', ["x"], {"stream": "S", "seq": 5}, object()]
+)
+def test_pub_ack_fields_other_types(impl: SimpleNamespace, data: Any) -> None:
+    assert impl.jsack.pub_ack_fields(data) is None
+
+
+def test_pub_ack_fields_released_memoryview(impl: SimpleNamespace) -> None:
+    view = memoryview(b'{"stream":"S","seq":5}')
+    assert impl.jsack.pub_ack_fields(view) == ("S", 5)
+    view.release()
+    assert impl.jsack.pub_ack_fields(view) is None
+
+
 @pytest.mark.parametrize(("block", "expected"), v.STATUS_OF)
 def test_status_of(impl: SimpleNamespace, block: bytes | None, expected: Any) -> None:
     check(lambda: impl.status.status_of(block), expected)

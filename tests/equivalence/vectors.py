@@ -255,6 +255,76 @@ JSACK: list[tuple[str, Any]] = [
     ("$JS.ACK.h.a.S.C.1.2.3.4.\uff15", Raises(InvalidJSAckError, "invalid num pending")),
 ]
 
+# ----------------------------------------------------------------------------- pub ack
+
+#: (reply payload, ``(stream, seq)`` or ``None``) for ``jsack.pub_ack_fields``
+PUB_ACK: list[tuple[bytes, tuple[str, int] | None]] = [
+    (b'{"stream":"ORDERS","seq":123456}', ("ORDERS", 123456)),
+    (b'{"stream":"S","seq":0}', ("S", 0)),
+    (b'{"stream":"S","seq":1}', ("S", 1)),
+    (b'{"stream":"S","seq":18446744073709551615}', ("S", 2**64 - 1)),
+    (b'{"stream":"S","seq":9999999999999999999}', ("S", 9999999999999999999)),
+    ('{"stream":"\u00e9\u6d41","seq":7}'.encode(), ("\u00e9\u6d41", 7)),
+    ('{"stream":"\U0001f600","seq":7}'.encode(), ("\U0001f600", 7)),
+    (b'{"stream":"' + b"x" * 300 + b'","seq":42}', ("x" * 300, 42)),
+    (b'{"stream":"a b/c\x7f:{}[],","seq":5}', ("a b/c\x7f:{}[],", 5)),
+    (b'{"stream":"seq","seq":5}', ("seq", 5)),
+    (b"", None),
+    (b"{}", None),
+    (b'{"stream":"S"}', None),
+    (b'{"stream":"S","seq":}', None),
+    (b'{"stream":"S","seq":5,"duplicate":true}', None),
+    (b'{"stream":"S","seq":5,"domain":"hub"}', None),
+    (b'{"stream":"S","domain":"hub","seq":5}', None),
+    (b'{"seq":5,"stream":"S"}', None),
+    (b'{"stream":"S","seq":1,"seq":2}', None),
+    (b'{"stream":"S","stream":"T","seq":1}', None),
+    (b'{\n"stream":"S","seq":5}', None),
+    (b'{"stream":"S",\t"seq":5}', None),
+    (b'{"stream": "S","seq":5}', None),
+    (b'{"stream":"S", "seq":5}', None),
+    (b'{"stream":"S","seq": 5}', None),
+    (b'{"stream":"S","seq":5 }', None),
+    (b' {"stream":"S","seq":5}', None),
+    (b'{"stream":"S","seq":5}\n', None),
+    (b'{"stream":"S","seq":5}}', None),
+    (b'{"stream":"S","seq":5}x', None),
+    (b'{"stream":"S""","seq":5}', None),
+    (b'{"stream":"S\\"","seq":5}', None),
+    (b'{"stream":"S\\u0041","seq":5}', None),
+    (b'{"stream":"S\tT","seq":5}', None),
+    (b'{"stream":"S\x00","seq":5}', None),
+    (b'{"stream":"\x1f","seq":5}', None),
+    (b'{"stream":"","seq":5}', None),
+    (b'{"stream":"\xff","seq":5}', None),
+    (b'{"stream":"\xc3","seq":5}', None),
+    (b'{"stream":"\xc0\xaf","seq":5}', None),  # overlong "/"
+    (b'{"stream":"\xed\xa0\x80","seq":5}', None),  # a surrogate
+    (b'{"stream":"\xf4\x90\x80\x80","seq":5}', None),  # above U+10FFFF
+    (b'{"stream":"S","seq":05}', None),
+    (b'{"stream":"S","seq":00}', None),
+    (b'{"stream":"S","seq":00000000000000000001}', None),
+    (b'{"stream":"S","seq":100000000000000000000}', None),  # 21 digits
+    (b'{"stream":"S","seq":18446744073709551616}', None),  # uint64 + 1
+    (b'{"stream":"S","seq":99999999999999999999}', None),
+    (b'{"stream":"S","seq":-5}', None),
+    (b'{"stream":"S","seq":+5}', None),
+    (b'{"stream":"S","seq":5.0}', None),
+    (b'{"stream":"S","seq":5e3}', None),
+    (b'{"stream":"S","seq":"5"}', None),
+    (b'{"stream":"S","seq":\xd9\xa1}', None),  # ARABIC-INDIC DIGIT ONE
+    (b'{"stream":"S","seq":5', None),
+    (b'{"stream":"S","seq":', None),
+    (b'{"stream":"S","se', None),
+    (b'{"stream":"S', None),
+    (b'{"stream":"', None),
+    (b'{"stream":S,"seq":5}', None),
+    (b'{"STREAM":"S","seq":5}', None),
+    (b'{"error":{"code":503}}', None),
+    (b'{"error":{"code":503,"err_code":10039,"description":"no responders"}}', None),
+    (b"\xff" * 40, None),
+]
+
 # ----------------------------------------------------------------------------- status
 
 STATUS_OF: list[tuple[bytes | None, Any]] = [

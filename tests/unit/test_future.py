@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import sys
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -25,6 +27,7 @@ def test_no_condition_when_nobody_waits() -> None:
     f: LightFuture[int] = LightFuture()
     f.set_result(5)
     assert f._cond is None and f.result() == 5 and f.done()
+    assert f._w is None and f._cbs is None  # nor waiter or callback lists
 
 
 def test_wait_and_as_completed_see_results_and_errors() -> None:
@@ -57,3 +60,60 @@ def test_done_callbacks_run_once_before_and_after_completion() -> None:
     f.set_result(7)
     f.add_done_callback(lambda fut: seen.append(fut.result() * 10))
     assert seen == [7, 70]
+
+
+@pytest.fixture
+def fast_switching() -> Iterator[None]:
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # let threads interleave between any two bytecodes
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+def test_racing_completers_exactly_one_wins(fast_switching: None) -> None:
+    futs: list[LightFuture[int]] = [LightFuture() for _ in range(3000)]
+    wins: list[list[int]] = [[], [], []]
+    start = threading.Barrier(3)
+
+    def complete(k: int) -> None:
+        start.wait()
+        for i, f in enumerate(futs):
+            ok = f.try_set_result(k) if k < 2 else f.try_set_exception(ValueError(k))
+            if ok:
+                wins[k].append(i)
+
+    threads = [threading.Thread(target=complete, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    won = sorted(wins[0] + wins[1] + wins[2])
+    assert won == list(range(len(futs)))  # each future completed by exactly one thread
+    for k in range(2):
+        assert all(futs[i].result() == k for i in wins[k])
+    assert all(isinstance(futs[i].exception(), ValueError) for i in wins[2])
+
+
+def test_callbacks_added_while_completing_run_exactly_once(fast_switching: None) -> None:
+    futs: list[LightFuture[int]] = [LightFuture() for _ in range(3000)]
+    calls = [0] * len(futs)
+    start = threading.Barrier(2)
+
+    def add() -> None:
+        start.wait()
+        for i, f in enumerate(futs):
+            f.add_done_callback(lambda _f, i=i: calls.__setitem__(i, calls[i] + 1))
+
+    def complete() -> None:
+        start.wait()
+        for f in futs:
+            f.set_result(1)
+
+    threads = [threading.Thread(target=add), threading.Thread(target=complete)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert calls == [1] * len(futs)
