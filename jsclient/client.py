@@ -453,7 +453,9 @@ class Client:
         if not frames:
             return failed
         try:
-            conn.send_counted(b"".join(frames), nbytes, len(frames))
+            # Written from this thread when no other writer is active: a batch
+            # is worth a syscall, and it saves waking the flusher.
+            conn.send_inline(b"".join(frames), nbytes, len(frames))
         except errors.Error as exc:
             for req in sent:
                 if resp_map.pop(req._token, None) is not None:

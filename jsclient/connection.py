@@ -449,13 +449,13 @@ class Connection:
             self._kicked = True
             self._kick()
 
-    def send_inline(self, data: bytes, payload_len: int) -> None:
+    def send_inline(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
         """``send_counted``, then write the queue from this thread if nobody else is writing.
 
         For callers about to block on a reply (request/reply): saves waking the
         flusher. Falls back to the flusher when the token is busy or over TLS.
         """
-        self.send_counted(data, payload_len)
+        self.send_counted(data, payload_len, msgs)
         if self._is_tls or not self._wtoken.acquire(False):
             return
         try:

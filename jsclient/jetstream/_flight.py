@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures._base import PENDING
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -112,8 +113,10 @@ class _Future(LightFuture[T]):
         return False
 
 
-class Flight:
-    """One message on its way through the publisher.
+class Flight(_Future["Flight"]):
+    """One message on its way through the publisher, and the future
+    ``Publisher.publish_async`` returns: done (with the flight itself as its
+    result) once the message is published, failed if it never was.
 
     ``publish_time`` is the ``time.monotonic()`` of the latest publish attempt
     (0.0 before the first); ``publish_ack_future`` completes with the PubAck or
@@ -122,7 +125,9 @@ class Flight:
     settled, exactly one of ``ack`` / ``error`` is set; ``timed_out`` and
     ``expectation_failed`` tell the failures apart.
 
-    A flight is also its own reply waiter on the connection's request mux
+    Being its own future saves an object per queued message, which matters
+    when many are queued: fewer allocations and fewer objects for the garbage
+    collector to scan. A flight is also its own reply waiter on the connection's request mux
     (``deliver``): each attempt registers it under a fresh token, and whoever
     takes that token back (the reader with the reply, the close, the
     publisher on a disconnect or a timeout) decides the attempt.
@@ -137,7 +142,6 @@ class Flight:
         "_id",
         "_n",
         "_owner",
-        "_published",
         "_reply",
         "_resends",
         "_settled",
@@ -161,8 +165,14 @@ class Flight:
         body: bytes,
         headers: HeadersIn | None,
         options: dict[str, Any],
-        published: _Future[Flight],
     ) -> None:
+        # LightFuture's state, inline (this runs once per message on the caller's thread).
+        self._state = PENDING
+        self._result = None  # never the flight itself: result() returns self, no cycle
+        self._exception = None
+        self._w = None
+        self._cbs = None
+        self._cond = None
         self._owner = owner
         self._n = n
         self._id: str | None = None
@@ -170,9 +180,6 @@ class Flight:
         self.body = body
         self.headers = headers
         self.options = options
-        # The future publish_async returned, until it is completed (then it holds
-        # the flight, and the flight must not hold it: no cycle for the GC).
-        self._published: _Future[Flight] | None = published
         self.publish_time = 0.0
         self.attempts = 0
         # The PubAck, or the (stream, seq) of a plain ack until ``ack`` is read.
@@ -188,6 +195,13 @@ class Flight:
         self._gen = 0  # counts sends (attempts and re-sends): tells stale clocks apart
         self._first_time = 0.0
         self._settled = False  # claimed by the flights runner or by stop(), under the lock
+
+    def result(self, timeout: float | None = None) -> Flight:
+        """The flight itself, once published (blocks up to ``timeout`` seconds)."""
+        exc = self.exception(timeout)
+        if exc is not None:
+            raise exc
+        return self
 
     @property
     def id(self) -> str:

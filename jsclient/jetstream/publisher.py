@@ -47,7 +47,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures._base import PENDING
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -229,8 +229,8 @@ class Publisher:
         *,
         headers: HeadersIn | None = None,
         **publish_options: Any,
-    ) -> Future[Flight]:
-        """Queue a message; the future completes with its Flight once it is published.
+    ) -> Flight:
+        """Queue a message; returns its Flight, a Future[Flight] done once it is published.
 
         ``publish_options`` are ``JetStream.publish_async``'s ``msg_id`` and
         ``expected_*`` options. Raises PublisherClosedError after drain()/stop().
@@ -240,7 +240,6 @@ class Publisher:
             raise TypeError(f"Publisher.publish_async() got unexpected options {bad}")
         if self._closed:
             raise PublisherClosedError("nats: cannot publish once the publisher is closed")
-        published: _Future[Flight] = _Future()
         # Ids must be unique (with retries they are Nats-Msg-Ids); next() on an
         # itertools.count is one C call, atomic under the GIL: no lock needed.
         flight = Flight(
@@ -250,7 +249,6 @@ class Publisher:
             payload if type(payload) is bytes else bytes(payload),
             headers,
             publish_options,
-            published,
         )
         # Not under self._lock (the runners take it): deque.append() is atomic,
         # and the runner re-checks the queue after announcing that it waits, so
@@ -263,7 +261,7 @@ class Publisher:
                 if self._pub_waiting:
                     self._pub_waiting = False
                     self._work.notify()
-        return published
+        return flight
 
     def _refuse_late(self, flight: Flight) -> None:
         # drain()/stop() raced with publish_async(): take the message back unless
@@ -477,7 +475,7 @@ class Publisher:
             lost = {id(f) for f, _ in failed}
             flights = [f for f in flights if id(f) not in lost]
         for flight in flights:
-            if flight._published is not None:
+            if flight._state == PENDING:
                 self._announce(flight)
 
     # -- flights runner ------------------------------------------------------
@@ -652,7 +650,7 @@ class Publisher:
         lock, in_flight = self._lock, self._in_flight
         mine: list[tuple[Flight, int, _Future[PubAck] | None]] = []
         for flight, kind in settled:
-            if kind == _ACKED and flight._published is not None:
+            if kind == _ACKED and flight._state == PENDING:
                 self._announce(flight)  # the ack beat the publish runner's report
         with lock:
             for flight, kind in settled:
@@ -679,9 +677,8 @@ class Publisher:
                     continue
                 if fut is not None:
                     _set(fut, exc=flight.error)
-                published = flight._published
-                if published is not None:
-                    _set(published, exc=flight.error)
+                if flight._state == PENDING:
+                    _set(flight, exc=flight.error)  # never published
                 hook = self._on_failed if kind == _FAILED else self._on_timeout
                 if hook is not None:
                     _call(hook, flight)
@@ -716,11 +713,7 @@ class Publisher:
     def _announce(self, flight: Flight) -> None:
         # Publish runner, or flights runner (a retry, or an ack that beat the
         # publish runner here): the future's own claim decides who reports it.
-        published = flight._published
-        if published is None:
-            return  # published once already
-        flight._published = None
-        if published.try_set_result(flight) and self._on_published is not None:
+        if flight._complete(None, None) and self._on_published is not None:
             _call(self._on_published, flight)
 
     def _lift(self) -> None:
@@ -787,6 +780,5 @@ class Publisher:
         for f, fut in victims:
             if fut is not None:
                 _set(fut, exc=f.error)
-            published = f._published
-            if published is not None:
-                _set(published, exc=f.error)
+            if f._state == PENDING:
+                _set(f, exc=f.error)
