@@ -3,7 +3,9 @@
 
 Same classes, fields, function and behaviour. What differs is only how: the
 counters are C fields, messages are allocated with ``tp_new`` and their fields
-set directly, and the frame tuples are read without unpacking.
+set directly, and the frame tuples are read without unpacking. The mux fields
+are C-typed too: ``_mux`` takes an exact ``dict`` or None (popped with the C
+dict API), ``_mux_skip`` an index-sized int.
 """
 
 import queue
@@ -49,6 +51,8 @@ cdef class SubState:
     cdef public long long _pending_bytes_limit
     cdef public long long _max_msgs
     cdef public object _handler
+    cdef public dict _mux
+    cdef public Py_ssize_t _mux_skip
     cdef public long long _received
     cdef public long long _in_bytes
     cdef public long long _consumed
@@ -66,6 +70,8 @@ cdef class SubState:
         self._pending_bytes_limit = pending_bytes_limit
         self._max_msgs = max_msgs
         self._handler = handler
+        self._mux = None
+        self._mux_skip = 0
         self._received = 0
         self._in_bytes = 0
         self._consumed = 0
@@ -143,7 +149,17 @@ def route(owner, list events, dict subs, msg_type):
                        <object>PyTuple_GET_ITEM(ev, 3), payload,
                        <object>PyTuple_GET_ITEM(ev, 4), <object>PyTuple_GET_ITEM(ev, 6), sid)
         if sub._handler is not None:
-            sub._handler(msg)
+            if sub._mux is None:
+                sub._handler(msg)
+            else:
+                subject = <object>PyTuple_GET_ITEM(ev, 2)
+                if type(subject) is str:
+                    token = (<str>subject)[sub._mux_skip:]
+                else:
+                    token = subject[sub._mux_skip:]
+                waiter = sub._mux.pop(token, None)
+                if waiter is not None:
+                    waiter.deliver(msg)
             continue
         if (sub._received - sub._consumed >= sub._pending_msgs_limit
                 or sub._in_bytes - sub._out_bytes + plen > sub._pending_bytes_limit):

@@ -1,9 +1,10 @@
 """Micro benchmarks of the protocol hot path, pure Python vs Cython side by side.
 
 Run: ``.venv/bin/python -m pytest benchmarks/test_micro_protocol.py --benchmark-only -q``.
-Each group (``parser-msg``, ``jsack``, ``pub-ack``, ``status``, ``sizes``) has a ``py`` and a
-``c`` row; the parser rows time one feed of 1000 JetStream MSG frames, so divide
-by 1000 for the cost per message. Without the compiled twins the ``c`` rows skip.
+Each group (``parser-msg``, ``jsack``, ``pub-ack``, ``status``, ``sizes``, ``delivery-mux``) has
+a ``py`` and a ``c`` row; the parser rows time one feed of 1000 JetStream MSG frames, so divide
+by 1000 for the cost per message (``delivery-mux``: by 100). Without the compiled twins the
+``c`` rows skip.
 """
 
 from __future__ import annotations
@@ -128,3 +129,61 @@ def test_pending_counter_per_message(benchmark: Any, impl: str) -> None:
 
     run(benchmark, per_message)
     assert counter.msgs > 0
+
+
+REPLIES_PER_ROUTE = 100
+REPLY_PREFIX = "_INBOX.Xk3bQ9pL2mN7rT4vW8yZ1a."
+
+
+class _Waiter:
+    __slots__ = ()
+
+    def deliver(self, msg: Any) -> None:
+        pass
+
+
+class _Client:
+    """Today's reply mux in Python: the handler the client installs without ``_mux``."""
+
+    def __init__(self, resp_map: dict[str, Any]) -> None:
+        self._resp_prefix = REPLY_PREFIX
+        self._resp_map = resp_map
+
+    def _on_response(self, msg: Any) -> None:
+        prefix = self._resp_prefix
+        if prefix is None:
+            return
+        waiter = self._resp_map.pop(msg.subject[len(prefix) :], None)
+        if waiter is not None:
+            waiter.deliver(msg)
+
+
+@IMPLS
+@pytest.mark.parametrize("path", ["mux", "handler"])
+@pytest.mark.benchmark(group="delivery-mux")
+def test_route_reply_mux(benchmark: Any, impl: str, path: str) -> None:
+    # 100 publish acks routed to the request/reply sub, each finding its waiter; "mux" lets
+    # route pop the waiter itself, "handler" is the Python _on_response frame per reply.
+    # Each call first re-registers the 100 waiters the previous call popped.
+    d = _mod(impl, "delivery")
+
+    class Msg(d.MsgBase):
+        __slots__ = ()
+
+    tokens = [str(n) for n in range(1000, 1000 + REPLIES_PER_ROUTE)]
+    waiters = {t: _Waiter() for t in tokens}
+    resp: dict[str, Any] = {}
+    client = _Client(resp)
+    sub = d.SubState(1, 0, 0, 0, client._on_response)
+    if path == "mux":
+        sub._mux, sub._mux_skip = resp, len(REPLY_PREFIX)
+    subs = {1: sub}
+    events = [(0, 1, REPLY_PREFIX + t, "", None, PUB_ACK, len(PUB_ACK) + 40) for t in tokens]
+    route = d.route
+
+    def route_replies() -> Any:
+        resp.update(waiters)
+        return route(client, events, subs, Msg)
+
+    assert run(benchmark, route_replies, iterations=200) == (100, 100 * len(PUB_ACK))
+    assert not resp

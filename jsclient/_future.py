@@ -32,6 +32,7 @@ from concurrent.futures._base import FINISHED, PENDING
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+F = TypeVar("F", bound="LightFuture[Any]")
 
 _create_lock = threading.Lock()
 _claim_lock = threading.Lock()
@@ -98,6 +99,25 @@ class LightFuture(Future[T]):
                 self._notify(cond)
         self._run_callbacks()
         return True
+
+    @staticmethod
+    def complete_all(futures: list[F]) -> list[F]:
+        """Complete every pending future of ``futures`` with a None result, claiming
+        them all in one critical section; returns the ones this call completed."""
+        claimed = []
+        with _claim_lock:
+            for f in futures:
+                if f._state != FINISHED:
+                    f._state = FINISHED
+                    claimed.append(f)
+        for f in claimed:
+            cond = f._cond
+            if cond is not None:
+                with cond:
+                    f._notify(cond)
+            if f._cbs:
+                f._run_callbacks()
+        return claimed
 
     def _notify(self, cond: threading.Condition) -> None:
         for waiter in self._w or ():

@@ -330,7 +330,13 @@ class Client:
                 if self._resp_prefix is None:
                     base = f"{self._opts.inbox_prefix}.{self._nuid.next().decode()}."
                     commands.check_subject(base + "*", "inbox prefix")
-                    self._subscribe_internal(base + "*", self._on_response)
+                    sid = self._subscribe_internal(base + "*", self._on_response)
+                    # route() pops the waiter by token and calls its deliver()
+                    # itself (no Python frame per reply); _on_response is the
+                    # same rule, kept as the handler of record.
+                    sub = self._subs[sid]
+                    sub._mux = self._resp_map
+                    sub._mux_skip = len(base)
                     self._resp_prefix_b = base.encode()
                     self._resp_prefix = base
                 prefix = self._resp_prefix

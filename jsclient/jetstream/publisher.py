@@ -54,7 +54,6 @@ from typing import TYPE_CHECKING, Any
 from nats.nuid import NUID
 
 from jsclient import _impl, errors
-from jsclient.api import PubAck
 from jsclient.jetstream._flight import (
     DEFAULT_RETRY_ON,
     Flight,
@@ -99,7 +98,7 @@ _PUBLISH_OPTIONS = frozenset(
 ) | {"expected_last_msg_id"}
 _MSG_ID = "Nats-Msg-Id"
 _BATCH = 128  # queued messages the publish runner takes per lock acquisition
-_ACKED, _FAILED, _TIMED_OUT = 0, 1, 2
+_FAILED, _TIMED_OUT = 1, 2
 
 
 class Publisher:
@@ -419,18 +418,17 @@ class Publisher:
             with self._lock:
                 self._queue.extendleft(reversed(batch))  # stop() settles them
             return
-        in_flight = self._in_flight
-        ready: list[Flight] = []
+        self._in_flight.update(batch)  # first: the ack may be settled before send returns
         now = time.monotonic()
+        plain = self.retry is None  # and no headers or options: no header block to make
         for flight in batch:
-            in_flight.add(flight)  # first: the ack may be settled before send returns
             flight.attempts = 1
             flight._first_time = flight.publish_time = now
-            if flight.headers is None and not flight.options and self.retry is None:
-                ready.append(flight)  # no header block: the common case
-            elif self._encode_headers(flight):
-                ready.append(flight)
-        self._send(ready, 0.0)
+            if flight.headers is not None or flight.options:
+                plain = False
+        if not plain:
+            batch = [f for f in batch if self._encode_headers(f)]
+        self._send(batch, 0.0)
 
     def _encode_headers(self, flight: Flight) -> bool:
         """Make the flight's header block once; False (and the failure queued) if it is bad."""
@@ -474,9 +472,12 @@ class Publisher:
                 flight.deliver(exc)
             lost = {id(f) for f, _ in failed}
             flights = [f for f in flights if id(f) not in lost]
-        for flight in flights:
-            if flight._state == PENDING:
-                self._announce(flight)
+        # Report them published, claiming the whole batch at once (the flights
+        # runner may claim one whose ack came first).
+        claimed = _Future.complete_all(flights)
+        if self._on_published is not None:
+            for flight in claimed:
+                _call(self._on_published, flight)
 
     # -- flights runner ------------------------------------------------------
 
@@ -518,7 +519,9 @@ class Publisher:
 
     def _process(self) -> None:
         now = time.monotonic()
-        settled: list[tuple[Flight, int]] = []
+        acked: list[Flight] = []
+        settled: list[tuple[Flight, int]] = []  # the failed and timed out
+        replied: list[Flight] = []
         done = self._done
         for _ in range(len(done)):
             flight = done.popleft()
@@ -527,6 +530,8 @@ class Publisher:
             flight._token = None
             if flight._settled:
                 continue  # abandoned by stop()
+            if flight._state == PENDING and hasattr(reply, "data"):
+                replied.append(flight)  # the reply beat the publish runner's report
             data = getattr(reply, "data", None)
             if data:
                 fields = pub_ack_fields(data)
@@ -538,8 +543,9 @@ class Publisher:
                     except errors.Error as exc:
                         self._attempt_failed(flight, exc, now, settled)
                         continue
-                flight.error = None  # of an earlier attempt
-                settled.append((flight, _ACKED))
+                if flight.error is not None:
+                    flight.error = None  # of an earlier attempt
+                acked.append(flight)
             else:
                 failure = self._reply_error(flight, reply, now)
                 if failure is not None:
@@ -577,8 +583,15 @@ class Publisher:
                 flight.publish_time = now
                 again.append(flight)
             self._send(again, now + self.wait_timeout)
-        if settled:
-            self._settle(settled)
+        if replied:
+            # Published, whatever the reply says: report it before settling.
+            if self._on_published is None:
+                _Future.complete_all(replied)
+            else:
+                for flight in replied:
+                    self._announce(flight)
+        if acked or settled:
+            self._settle(acked, settled)
 
     def _reply_error(self, flight: Flight, reply: Any, now: float) -> BaseException | None:
         """The error an attempt ended with; None when a 503 is re-sent instead."""
@@ -646,35 +659,44 @@ class Publisher:
             _call(self._on_retrying, flight)
         return True
 
-    def _settle(self, settled: list[tuple[Flight, int]]) -> None:
+    def _settle(self, acked: list[Flight], settled: list[tuple[Flight, int]]) -> None:
+        """Settle acked flights and failed / timed out ones: count them, free
+        their window places, complete their futures and call the listener."""
         lock, in_flight = self._lock, self._in_flight
-        mine: list[tuple[Flight, int, _Future[PubAck] | None]] = []
-        for flight, kind in settled:
-            if kind == _ACKED and flight._state == PENDING:
-                self._announce(flight)  # the ack beat the publish runner's report
+        mine: list[Flight] = []
+        failed: list[tuple[Flight, int]] = []
         with lock:
-            for flight, kind in settled:
+            for flight in acked:
                 if not flight._settled:  # else stop() got there first
                     flight._settled = True
                     in_flight.discard(flight)
-                    mine.append((flight, kind, flight._ack_future))
-                    if kind == _ACKED:
-                        self._acked += 1
-                    elif kind == _FAILED:
+                    mine.append(flight)
+            self._acked += len(mine)
+            for flight, kind in settled:
+                if not flight._settled:
+                    flight._settled = True
+                    in_flight.discard(flight)
+                    failed.append((flight, kind))
+                    if kind == _FAILED:
                         self._failed += 1
                     else:
                         self._timed_out += 1
-            self._settling += len(mine)
+            busy = len(mine) + len(failed)
+            self._settling += busy
             if self._held and len(in_flight) <= self.refill_allowed_at:
                 self._lift()
+        # A flight's _ack_future is read after _settled was set under the lock:
+        # one made later completes itself (see Flight.publish_ack_future).
         try:
-            for flight, kind, fut in mine:
-                if kind == _ACKED:
-                    if fut is not None:
-                        _set(fut, flight.ack)
-                    if self._on_acked is not None:
-                        _call(self._on_acked, flight)
-                    continue
+            on_acked = self._on_acked
+            for flight in mine:
+                fut = flight._ack_future
+                if fut is not None:
+                    _set(fut, flight.ack)
+                if on_acked is not None:
+                    _call(on_acked, flight)
+            for flight, kind in failed:
+                fut = flight._ack_future
                 if fut is not None:
                     _set(fut, exc=flight.error)
                 if flight._state == PENDING:
@@ -684,7 +706,7 @@ class Publisher:
                     _call(hook, flight)
         finally:
             with lock:
-                self._settling -= len(mine)
+                self._settling -= busy
                 self._check_drained()
 
     # -- shared internals ----------------------------------------------------

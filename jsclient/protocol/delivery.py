@@ -10,7 +10,13 @@ batch. One queue put per batch hands the messages to the consuming thread.
 - ``OP_MSG``: look the sid up in ``subs``; unknown sids are counted and
   skipped. Build ``msg_type(owner, subject, reply, payload, header, size, sid)``.
   A subscription with a ``_handler`` (library-owned, never user code) gets
-  ``_handler(msg)`` at once. Otherwise, when pending messages
+  ``_handler(msg)`` at once, unless it also has a ``_mux``: then it is a
+  request/reply mux, and instead ``_mux.pop(subject[_mux_skip:], None)`` takes
+  the waiter for the subject's token; a waiter found gets ``waiter.deliver(msg)``,
+  an unknown token (a late or foreign reply) is dropped silently, and the
+  handler is not called. An exception from ``_handler`` or ``deliver``
+  propagates out of ``route`` at once: batches filled so far stay unflushed
+  and the totals are lost. Otherwise, when pending messages
   (``_received - _consumed``) have reached ``_pending_msgs_limit``, or pending
   bytes plus this payload would exceed ``_pending_bytes_limit``, the message is
   dropped and counted in ``_dropped``. The first drop of an episode calls
@@ -83,6 +89,11 @@ class SubState:
     The reader writes ``_received``, ``_in_bytes``, ``_dropped``, ``_slow`` and
     ``_batch``; the consumer writes ``_consumed`` and ``_out_bytes``. Each
     counter has a single writer, so no lock is needed.
+
+    ``_mux`` (dict of token to waiter, or None) and ``_mux_skip`` (how many
+    leading subject characters to drop to get the token) make a ``_handler``
+    subscription a request/reply mux that ``route`` dispatches itself; the
+    owner sets them after construction.
     """
 
     def __init__(
@@ -98,6 +109,8 @@ class SubState:
         self._pending_bytes_limit = pending_bytes_limit
         self._max_msgs = max_msgs
         self._handler = handler
+        self._mux: dict[str, Any] | None = None
+        self._mux_skip = 0
         self._received = 0
         self._in_bytes = 0
         self._consumed = 0
@@ -141,7 +154,13 @@ def route(
         msg = msg_type(owner, subject, reply, payload, hdr, size, sid)
         handler = sub._handler
         if handler is not None:
-            handler(msg)
+            mux = sub._mux
+            if mux is None:
+                handler(msg)
+            else:
+                waiter = mux.pop(subject[sub._mux_skip :], None)
+                if waiter is not None:
+                    waiter.deliver(msg)
             continue
         if (
             sub._received - sub._consumed >= sub._pending_msgs_limit

@@ -1,8 +1,11 @@
 """The delivery twin (MsgBase, SubState, route) against its specification.
 
 Scenarios run against both implementations; a hypothesis test feeds random
-frame sequences and limits to both and compares every observable outcome:
-queued batches, counters, owner callbacks in order, and the returned totals.
+frame sequences, limits and a request/reply mux sub (random skip, registered
+tokens and failing waiters) to both and compares every observable outcome:
+queued and unflushed batches, counters, owner callbacks in order, handler and
+waiter deliveries, the tokens left in the mux, and the returned totals (or the
+exception).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +44,27 @@ def _msg_ev(sid: int, n: int, size: int = 3, hdr: bytes | None = None) -> tuple[
     return (OP_MSG, sid, f"s.{n}", f"r.{n}" if n % 2 else "", hdr, b"x" * size, size + 4)
 
 
-def _setup(impl: SimpleNamespace, limits: list[tuple[int, int, int, bool]]) -> tuple[Any, ...]:
+class Waiter:
+    """A reply waiter in a mux: logs ``(token, msg)``, or raises like a failing callback."""
+
+    def __init__(self, token: str, log: list[tuple[str, Any]], fail: bool = False) -> None:
+        self.token, self.log, self.fail = token, log, fail
+
+    def deliver(self, msg: Any) -> None:
+        self.log.append((self.token, msg))
+        if self.fail:
+            raise RuntimeError(f"waiter {self.token!r} failed")
+
+
+#: A mux sub: ``(skip, {token: fails})``; it is added after the ``limits`` subs.
+MuxSpec = tuple[int, dict[str, bool]]
+
+
+def _setup(
+    impl: SimpleNamespace,
+    limits: list[tuple[int, int, int, bool]],
+    mux: MuxSpec | None = None,
+) -> tuple[Any, ...]:
     d = impl.delivery
 
     class Msg(d.MsgBase):
@@ -53,6 +77,14 @@ def _setup(impl: SimpleNamespace, limits: list[tuple[int, int, int, bool]]) -> t
     handled: list[Any] = []
     for sid, (mlim, blim, maxm, handler) in enumerate(limits, 1):
         owner.subs[sid] = Sub(sid, mlim, blim, maxm, handled.append if handler else None)
+    delivered: list[tuple[str, Any]] = []
+    if mux is not None:
+        skip, tokens = mux
+        sid = len(limits) + 1
+        sub = owner.subs[sid] = Sub(sid, 0, 0, 0, handled.append)
+        sub._mux = {t: Waiter(t, delivered, fail) for t, fail in tokens.items()}
+        sub._mux_skip = skip
+    owner.delivered = delivered
     return d, Msg, owner, handled
 
 
@@ -69,14 +101,22 @@ def _drain(sub: Any) -> list[tuple[Any, ...]]:
     return out
 
 
+def _seen(msgs: list[Any], owner: Owner) -> list[tuple[Any, ...]]:
+    return [(type(m).__name__, m.subject, m.reply, m.data, m.sid, m._client is owner) for m in msgs]
+
+
 def _observe(
     impl: SimpleNamespace,
     limits: list[tuple[int, int, int, bool]],
     events: list[Any],
-    consume_every: int = 0,
+    mux: MuxSpec | None = None,
 ) -> Any:
-    d, msg_type, owner, handled = _setup(impl, limits)
-    totals = d.route(owner, events, owner.subs, msg_type)
+    """``(totals, calls, state, handled, mux)``; totals is ``("raised", ...)`` if route raised."""
+    d, msg_type, owner, handled = _setup(impl, limits, mux)
+    try:
+        totals = d.route(owner, events, owner.subs, msg_type)
+    except RuntimeError as exc:
+        totals = ("raised", type(exc), str(exc))
     subs = owner.subs
     state = {
         sid: (s._received, s._in_bytes, s._dropped, s._slow, _drain(s)) for sid, s in subs.items()
@@ -86,6 +126,11 @@ def _observe(
         owner.calls,
         state,
         [(type(m).__name__, m.subject, m.sid, m._client is owner) for m in handled],
+        (
+            [(token, *_seen([m], owner)[0]) for token, m in owner.delivered],
+            {sid: sorted(s._mux) for sid, s in subs.items() if s._mux is not None},
+            {sid: _seen(s._batch, owner) for sid, s in subs.items() if s._batch},
+        ),
     )
 
 
@@ -108,7 +153,7 @@ def test_batches_limits_and_control_order(impl: SimpleNamespace) -> None:
         (100, 1 << 40, 0, True),
         (100, 1 << 40, 2, False),
     ]
-    totals, calls, state, handled = _observe(impl, limits, events)
+    totals, calls, state, handled, _ = _observe(impl, limits, events)
     assert totals == (8, 24)
     assert calls[0] == ("control", (OP_PONG,), {1: 1, 2: 1, 3: 0, 4: 0})
     assert calls[1] == ("max", 4, 2)
@@ -120,12 +165,12 @@ def test_batches_limits_and_control_order(impl: SimpleNamespace) -> None:
 
 def test_pending_limits_drop_and_report_once(impl: SimpleNamespace) -> None:
     events = [_msg_ev(1, i, size=10) for i in range(6)]
-    totals, calls, state, _ = _observe(impl, [(3, 1 << 40, 0, False)], events)
+    totals, calls, state, *_ = _observe(impl, [(3, 1 << 40, 0, False)], events)
     assert totals == (6, 60)
     assert calls == [("slow", 1, 1)]
     received, in_bytes, dropped, slow, _batches = state[1]
     assert (received, in_bytes, dropped, slow) == (3, 30, 3, True)
-    totals, calls, state, _ = _observe(impl, [(100, 25, 0, False)], events)
+    totals, calls, state, *_ = _observe(impl, [(100, 25, 0, False)], events)
     assert state[1][:4] == (2, 20, 4, True)
     assert calls == [("slow", 1, 1)]
 
@@ -144,7 +189,7 @@ def test_consumer_progress_lifts_slow_state(impl: SimpleNamespace) -> None:
 frames = st.one_of(
     st.builds(
         _msg_ev,
-        st.integers(1, 4),
+        st.integers(1, 5),  # 1-3: the limits subs, 4: the mux sub if any, else unknown
         st.integers(0, 50),
         st.integers(0, 40),
         st.sampled_from([None, b"NATS/1.0\r\n\r\n"]),
@@ -154,15 +199,141 @@ frames = st.one_of(
 limit = st.tuples(st.integers(0, 6), st.integers(0, 120), st.integers(0, 5), st.booleans())
 
 
+@st.composite
+def mux_spec(draw: st.DrawFn) -> MuxSpec:
+    # tokens are cut from the subjects _msg_ev makes ("s.<n>"), so some frames hit;
+    # skip 9 leaves every token "", and -2 keeps the last two characters as Python does
+    skip = draw(st.sampled_from([0, 2, 2, 3, 9, -2]))
+    registered = draw(
+        st.dictionaries(st.integers(0, 50), st.integers(0, 7).map(lambda n: n == 0), max_size=12)
+    )
+    return skip, {f"s.{n}"[skip:]: fails for n, fails in registered.items()}
+
+
 @settings(max_examples=250, deadline=None)
-@given(events=st.lists(frames, max_size=40), limits=st.lists(limit, min_size=3, max_size=3))
+@given(
+    events=st.lists(frames, max_size=40),
+    limits=st.lists(limit, min_size=3, max_size=3),
+    mux=st.none() | mux_spec(),
+)
 def test_route_differential(
     both: tuple[SimpleNamespace, SimpleNamespace],
     events: list[Any],
     limits: list[tuple[int, int, int, bool]],
+    mux: MuxSpec | None,
 ) -> None:
     py, c = both
-    assert _observe(py, limits, events) == _observe(c, limits, events)
+    assert _observe(py, limits, events, mux) == _observe(c, limits, events, mux)
+
+
+# ----------------------------------------------------------------------------- reply mux
+
+INBOX = "_INBOX.abc."
+
+
+def _reply_ev(sid: int, subject: str, payload: bytes = b"ok") -> tuple[Any, ...]:
+    return (OP_MSG, sid, subject, "", None, payload, len(payload) + 20)
+
+
+def test_mux_defaults_and_settable(impl: SimpleNamespace) -> None:
+    sub = impl.delivery.SubState(1, 10, 100, 0)
+    assert (sub._mux, sub._mux_skip) == (None, 0)
+    resp: dict[str, Any] = {}
+    sub._mux, sub._mux_skip = resp, len(INBOX)
+    assert sub._mux is resp and sub._mux_skip == len(INBOX)
+    sub._mux = None
+    assert sub._mux is None
+
+
+def test_mux_hit_delivers_and_removes_token(impl: SimpleNamespace) -> None:
+    events = [
+        _reply_ev(1, INBOX + "a", b"one"),
+        _reply_ev(1, INBOX + "a", b"again"),  # the token is gone: a late duplicate
+        _reply_ev(1, INBOX + "b", b"two"),
+    ]
+    mux = (len(INBOX), {"a": False, "b": False, "c": False})
+    totals, calls, state, handled, (delivered, left, unflushed) = _observe(impl, [], events, mux)
+    assert delivered == [
+        ("a", "Msg", INBOX + "a", "", b"one", 1, True),
+        ("b", "Msg", INBOX + "b", "", b"two", 1, True),
+    ]
+    assert left == {1: ["c"]}
+    assert handled == [] and calls == [] and unflushed == {}
+    assert totals == (3, 11)  # every MSG frame is counted, hit or miss
+    assert state[1] == (0, 0, 0, False, [])  # like a handler sub: no queue, no pending counts
+
+
+def test_mux_miss_drops_silently(impl: SimpleNamespace) -> None:
+    events = [_reply_ev(1, INBOX + "zz"), _reply_ev(1, "other.subject"), _reply_ev(1, INBOX)]
+    totals, calls, state, handled, (delivered, left, _) = _observe(
+        impl, [], events, (len(INBOX), {"a": False})
+    )
+    assert (delivered, handled, calls) == ([], [], [])
+    assert left == {1: ["a"]}
+    assert totals == (3, 6)
+    assert state[1] == (0, 0, 0, False, [])
+
+
+def test_non_mux_handler_sub_still_gets_handler(impl: SimpleNamespace) -> None:
+    # sid 1: a handler sub without mux; sid 2: the mux sub, whose handler must stay silent
+    events = [_reply_ev(1, INBOX + "a"), _reply_ev(2, INBOX + "a"), _reply_ev(2, INBOX + "b")]
+    limits = [(100, 1 << 40, 0, True)]
+    _, _, _, handled, (delivered, left, _) = _observe(
+        impl, limits, events, (len(INBOX), {"a": False})
+    )
+    assert handled == [("Msg", INBOX + "a", 1, True)]
+    assert [d[:3] for d in delivered] == [("a", "Msg", INBOX + "a")]
+    assert left == {2: []}
+    # a mux set back to None makes the sub a plain handler sub again
+    d, msg_type, owner, handled = _setup(impl, [], (len(INBOX), {"a": False}))
+    owner.subs[1]._mux = None
+    d.route(owner, [_reply_ev(1, INBOX + "a")], owner.subs, msg_type)
+    assert [m.subject for m in handled] == [INBOX + "a"] and owner.delivered == []
+
+
+def test_mux_raising_waiter_is_like_raising_handler(impl: SimpleNamespace) -> None:
+    # sid 1 batches normally; sid 2 raises: first as a handler, then as a mux waiter
+    def events(subject: str) -> list[Any]:
+        return [_msg_ev(1, 1), _reply_ev(2, subject), _msg_ev(1, 2), (OP_PING,)]
+
+    def boom(msg: Any) -> None:
+        raise RuntimeError("waiter 'a' failed")
+
+    d, msg_type, owner, _ = _setup(impl, [(100, 1 << 40, 0, False), (100, 1 << 40, 0, True)])
+    owner.subs[2]._handler = boom
+    with pytest.raises(RuntimeError) as raised:
+        d.route(owner, events("x"), owner.subs, msg_type)
+    sub1 = owner.subs[1]
+    # the exception left route at once: the batch so far unflushed, the rest unread
+    assert (sub1._received, sub1._q.qsize(), [m.subject for m in sub1._batch], owner.calls) == (
+        1,
+        0,
+        ["s.1"],
+        [],
+    )
+
+    observed = _observe(
+        impl, [(100, 1 << 40, 0, False)], events(INBOX + "a"), (len(INBOX), {"a": True})
+    )
+    totals, calls, state, handled, (delivered, left, unflushed) = observed
+    assert totals == ("raised", RuntimeError, str(raised.value))
+    assert (state[1], calls) == ((1, 3, 0, False, []), [])
+    assert [u[1] for u in unflushed[1]] == ["s.1"]
+    assert [d[:3] for d in delivered] == [("a", "Msg", INBOX + "a")]
+    assert left == {2: []}  # popped before deliver was called
+    assert handled == []
+
+
+def test_mux_subject_shorter_than_skip(impl: SimpleNamespace) -> None:
+    # the token is "" then: an ordinary key, a miss unless "" is registered
+    events = [_reply_ev(1, "_INBOX"), _reply_ev(1, "")]
+    _, _, _, handled, (delivered, left, _) = _observe(impl, [], events, (len(INBOX), {"a": False}))
+    assert (delivered, handled, left) == ([], [], {1: ["a"]})
+    _, _, _, handled, (delivered, left, _) = _observe(
+        impl, [], events, (len(INBOX), {"": False, "a": False})
+    )
+    assert [d[:3] for d in delivered] == [("", "Msg", "_INBOX")]
+    assert (handled, left) == ([], {1: ["a"]})
 
 
 def test_msgbase_fields(impl: SimpleNamespace) -> None:
