@@ -75,6 +75,18 @@ class BatchRequest(Protocol):
     def deliver(self, msg: Msg | None) -> None: ...
 
 
+class RequestBatch:
+    """Requests registered and encoded by ``Client._prepare_request_batch``."""
+
+    __slots__ = ("data", "failed", "nbytes", "sent")
+
+    def __init__(self) -> None:
+        self.data = b""
+        self.nbytes = 0
+        self.sent: list[Any] = []  # registered, in ``data``
+        self.failed: list[tuple[Any, BaseException]] = []  # refused (bad subject, too large)
+
+
 class Client:
     """A connection to NATS. Create it with :func:`jsclient.connect`."""
 
@@ -422,14 +434,26 @@ class Client:
         not be sent with their errors (bad subject, payload too large, the
         connection's buffer full or closed); their tokens are forgotten.
         """
+        batch = self._prepare_request_batch(reqs)
+        failed = batch.failed
+        if batch.sent:
+            failed += self._write_request_batch(batch)
+        return failed
+
+    def _prepare_request_batch(self, reqs: list[Any]) -> RequestBatch:
+        """The first half of ``_send_request_batch``: register and encode, no write.
+
+        A caller may prepare a batch ahead of time (while it waits for room to
+        send it) and write it later with ``_write_request_batch``; the replies
+        cannot come before the write.
+        """
         self._ensure_resp_sub()
         tokens, cache, resp_map = self._resp_tokens, self._subject_cache, self._resp_map
         prefix = self._resp_prefix_b
-        conn = self._conn
-        max_payload = conn.max_payload
+        max_payload = self._conn.max_payload
         frames: list[bytes] = []
-        sent: list[Any] = []
-        failed: list[tuple[Any, BaseException]] = []
+        batch = RequestBatch()
+        sent, failed = batch.sent, batch.failed
         nbytes = 0
         for req in reqs:
             body = req.body
@@ -456,17 +480,20 @@ class Client:
                 frames.append(commands.hpub(subj, prefix + token.encode(), hdr, body))
             sent.append(req)
             nbytes += len(body)
-        if not frames:
-            return failed
+        batch.data = b"".join(frames)
+        batch.nbytes = nbytes
+        return batch
+
+    def _write_request_batch(self, batch: RequestBatch) -> list[tuple[Any, BaseException]]:
+        """Write a prepared batch; returns its requests that failed (tokens forgotten)."""
         try:
             # Written from this thread when no other writer is active: a batch
             # is worth a syscall, and it saves waking the flusher.
-            conn.send_inline(b"".join(frames), nbytes, len(frames))
+            self._conn.send_inline(batch.data, batch.nbytes, len(batch.sent))
         except errors.Error as exc:
-            for req in sent:
-                if resp_map.pop(req._token, None) is not None:
-                    failed.append((req, exc))
-        return failed
+            resp_map = self._resp_map
+            return [(req, exc) for req in batch.sent if resp_map.pop(req._token, None) is not None]
+        return []
 
     def _request_async(
         self,

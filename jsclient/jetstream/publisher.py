@@ -76,7 +76,7 @@ from jsclient.jetstream.context import (
 from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:
-    from jsclient.client import Client
+    from jsclient.client import Client, RequestBatch
     from jsclient.jetstream.context import JetStream
     from jsclient.protocol.headers import HeadersIn
 
@@ -360,63 +360,115 @@ class Publisher:
     def _publish_loop(self) -> None:
         lock, queue, in_flight = self._lock, self._queue, self._in_flight
         holding = False  # paused() was reported and resumed() not yet
-        while True:
-            batch: list[Flight] = []
-            resumed_at = paused_at = take = -1
-            with lock:
-                if self._stopped or self._drained or (self._draining and not queue):
-                    return
-                if self._held:
-                    if len(in_flight) > self.refill_allowed_at:
-                        self._pub_waiting = True
-                        self._work.wait(self.hold_pause_time)
-                        self._pub_waiting = False
-                        continue
-                    self._lift()  # the flights runner's signal and this check cannot both miss
-                if holding:
-                    holding = False
-                    resumed_at = self._lifted_at
-                room = self.max_in_flight - len(in_flight)
-                take = min(room, len(queue), _BATCH)
-                if queue and room <= 0:
-                    self._held = holding = True  # defensive: a full window always holds
-                    paused_at = len(in_flight)
-                elif take:
-                    self._publishing = True  # drain() must not see an empty queue as idle
-                else:
-                    self._pub_waiting = True
-                    if not queue:  # re-check: publish_async appends without the lock
-                        self._work.wait(self.poll_time)
-                    self._pub_waiting = False
-            if take > 0:
-                try:
-                    for _ in range(take):
-                        batch.append(queue.popleft())  # the only consumer; stop() may clear
-                except IndexError:
-                    pass
-            if resumed_at >= 0 and self._on_resumed is not None:
-                _call(self._on_resumed, resumed_at, self.max_in_flight, self.refill_allowed_at)
-            if not batch:
+        # The next batch, registered and encoded while the window was full, so
+        # that the lift only has to write it (the server's turn is our spare time).
+        ahead: RequestBatch | None = None
+        try:
+            while True:
+                batch: list[Flight] = []
+                resumed_at = paused_at = take = -1
+                prepare = 0
+                with lock:
+                    if (
+                        self._stopped
+                        or self._drained
+                        or (self._draining and not queue and ahead is None)
+                    ):
+                        return
+                    if self._held:
+                        if len(in_flight) > self.refill_allowed_at:
+                            if ahead is None and queue:
+                                room = self.max_in_flight - self.refill_allowed_at
+                                prepare = min(room, len(queue), _BATCH)
+                                self._publishing = True  # drain() must wait for these
+                            else:
+                                self._pub_waiting = True
+                                self._work.wait(self.hold_pause_time)
+                                self._pub_waiting = False
+                                continue
+                        else:
+                            # The flights runner's signal and this check cannot both miss.
+                            self._lift()
+                    if not prepare:
+                        if holding:
+                            holding = False
+                            resumed_at = self._lifted_at
+                        room = self.max_in_flight - len(in_flight)
+                        take = 0 if ahead is not None else min(room, len(queue), _BATCH)
+                        if ahead is not None:
+                            pass  # write it first
+                        elif queue and room <= 0:
+                            self._held = holding = True  # defensive: a full window always holds
+                            paused_at = len(in_flight)
+                        elif take:
+                            self._publishing = True  # drain() must not see an empty queue as idle
+                        else:
+                            self._pub_waiting = True
+                            if not queue:  # re-check: publish_async appends without the lock
+                                self._work.wait(self.poll_time)
+                            self._pub_waiting = False
+                if prepare:
+                    ahead = self._prepare(self._take(prepare))
+                    continue
                 if take > 0:
-                    with lock:
-                        self._publishing = False
+                    batch = self._take(take)
+                if resumed_at >= 0 and self._on_resumed is not None:
+                    _call(self._on_resumed, resumed_at, self.max_in_flight, self.refill_allowed_at)
+                if ahead is not None:
+                    pending, ahead = ahead, None
+                    self._send_prepared(pending)
+                elif batch:
+                    self._publish_batch(batch)
+                else:
+                    if take > 0:
+                        with lock:
+                            self._publishing = False
+                    if paused_at >= 0 and self._on_paused is not None:
+                        _call(
+                            self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at
+                        )
+                    continue
+                with lock:
+                    self._publishing = False
+                    if (
+                        not self._stopped
+                        and not self._held
+                        and len(in_flight) >= self.max_in_flight
+                    ):
+                        self._held = holding = True
+                        paused_at = len(in_flight)
+                    self._check_drained()
                 if paused_at >= 0 and self._on_paused is not None:
                     _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
-                continue
-            self._publish_batch(batch)
-            with lock:
-                self._publishing = False
-                if not self._stopped and not self._held and len(in_flight) >= self.max_in_flight:
-                    self._held = holding = True
-                    paused_at = len(in_flight)
-                self._check_drained()
-            if paused_at >= 0 and self._on_paused is not None:
-                _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
+        finally:
+            if ahead is not None:
+                self._put_back(ahead.sent)
+
+    def _take(self, n: int) -> list[Flight]:
+        queue = self._queue
+        batch: list[Flight] = []
+        try:
+            for _ in range(n):
+                batch.append(queue.popleft())  # the only consumer; stop() may clear
+        except IndexError:
+            pass
+        return batch
+
+    def _put_back(self, flights: list[Flight]) -> None:
+        # Stopped with a batch taken but not written: back to the queue's front,
+        # its reply tokens forgotten; stop() settles them.
+        resp_map = self._client._resp_map
+        for flight in flights:
+            if flight._token is not None:
+                resp_map.pop(flight._token, None)
+                flight._token = None
+        with self._lock:
+            self._queue.extendleft(reversed(flights))
+            self._publishing = False
 
     def _publish_batch(self, batch: list[Flight]) -> None:
         if self._stopped:
-            with self._lock:
-                self._queue.extendleft(reversed(batch))  # stop() settles them
+            self._put_back(batch)
             return
         self._in_flight.update(batch)  # first: the ack may be settled before send returns
         now = time.monotonic()
@@ -429,6 +481,35 @@ class Publisher:
         if not plain:
             batch = [f for f in batch if self._encode_headers(f)]
         self._send(batch, 0.0)
+
+    def _prepare(self, batch: list[Flight]) -> RequestBatch:
+        """Register and encode a batch to write once the window has room."""
+        if self.retry is not None or any(f.headers is not None or f.options for f in batch):
+            batch = [f for f in batch if self._encode_headers(f)]
+        prepared = self._client._prepare_request_batch(batch)
+        if prepared.failed:
+            now = time.monotonic()
+            for flight, exc in prepared.failed:
+                flight.attempts = 1
+                flight._first_time = flight.publish_time = now
+                self._in_flight.add(flight)  # settled as failed, like any other
+                flight.deliver(exc)
+        return prepared
+
+    def _send_prepared(self, prepared: RequestBatch) -> None:
+        flights: list[Flight] = prepared.sent
+        if not flights:
+            return
+        if self._stopped:
+            self._put_back(flights)
+            return
+        self._in_flight.update(flights)
+        now = time.monotonic()
+        for flight in flights:
+            flight.attempts = flight._gen = 1
+            flight._first_time = flight.publish_time = now
+        self._timeline.extend(flights)  # before the write: the ack may come first
+        self._sent(flights, self._client._write_request_batch(prepared))
 
     def _encode_headers(self, flight: Flight) -> bool:
         """Make the flight's header block once; False (and the failure queued) if it is bad."""
@@ -448,6 +529,7 @@ class Publisher:
             )
             flight._hdr = encode_headers(merged) if merged else None
         except (errors.Error, TypeError, ValueError) as exc:
+            self._in_flight.add(flight)  # settled as failed, like any other
             flight.deliver(exc)
             return False
         return True
@@ -466,7 +548,10 @@ class Publisher:
             for flight in flights:
                 flight._gen = 1
             self._timeline.extend(flights)
-        failed = self._client._send_request_batch(flights)
+        self._sent(flights, self._client._send_request_batch(flights))
+
+    def _sent(self, flights: list[Flight], failed: list[tuple[Flight, BaseException]]) -> None:
+        """After a write: fail what could not be sent, report the rest published."""
         if failed:
             for flight, exc in failed:
                 flight.deliver(exc)

@@ -462,6 +462,37 @@ def test_stop_abandons_and_refuses(js: JetStream) -> None:
     running.flights_runner()
 
 
+def test_stop_while_held_publishes_nothing_more(nc: Client) -> None:
+    # The stand-in stream never answers: the window fills and stays full, and
+    # the next batch waits (encoded, not written) for room that never comes.
+    fake = _FakeStream(nc, "fake.>", delay=0.0, silent=tuple(range(1, 100)))
+    try:
+        pub, rec = _publisher(nc.jetstream(), max_in_flight=5, wait_timeout=30)
+        futs = _publish_n(pub, 20, "fake.x")
+        pub.start()
+        deadline = time.monotonic() + 5
+        while not rec.of("paused") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # time to encode the next batch
+        assert rec.of("paused") == [5] and pub.in_flight == 5 and pub.queued < 15
+        pub.stop()
+        published = [f for f in futs if f.done() and f.exception() is None]
+        assert len(published) == 5 and published == futs[:5]
+        for f in futs[5:]:
+            with pytest.raises(PublisherClosedError):
+                f.result(1)
+        for f in futs:
+            with pytest.raises(PublisherClosedError):
+                f.publish_ack_future.result(1)
+        nc.flush()
+        time.sleep(0.1)
+        assert fake.sub.delivered == 5  # nothing was written after the window filled
+        assert not nc._resp_map  # no reply waiter left behind
+        assert pub.failed_count == 20 and pub.in_flight == pub.queued == 0
+    finally:
+        fake.close()
+
+
 def test_futures_cannot_be_cancelled(js: JetStream) -> None:
     pub = Publisher(js)
     fut = pub.publish_async("s.a", b"x")
