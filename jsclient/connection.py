@@ -450,13 +450,22 @@ class Connection:
             self._kick()
 
     def send_inline(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
-        """``send_counted``, then write the queue from this thread if nobody else is writing.
+        """``send_counted``, but written from this thread if nobody else is writing.
 
-        For callers about to block on a reply (request/reply): saves waking the
-        flusher. Falls back to the flusher when the token is busy or over TLS.
+        For callers about to block on a reply (request/reply) or writing a
+        batch: saves waking the flusher (it is only kicked when the write
+        token is busy, over TLS, or when bytes are left behind).
         """
-        self.send_counted(data, payload_len, msgs)
+        status = self.status
+        if status is not CONNECTED and status is not DRAINING:
+            self._check_buffer(status, len(data))
+        self._wq.append(data)
+        self.out_msgs += msgs
+        self.out_bytes += payload_len
         if self._is_tls or not self._wtoken.acquire(False):
+            if not self._kicked:
+                self._kicked = True
+                self._kick()
             return
         try:
             sock = self._sock
