@@ -163,7 +163,8 @@ class Publisher:
         self._settling = 0  # settled flights whose futures and hooks are still running
         self._held = False
         self._lifted_at = 0
-        self._pub_waiting = False
+        self._pub_waiting = False  # the publish runner waits for messages (publish_async wakes it)
+        self._lift_waiting = False  # the publish runner waits for the hold to lift (acks wake it)
         self._flights_waiting = False
         self._closed = False
         self._draining = False
@@ -382,9 +383,9 @@ class Publisher:
                                 prepare = min(room, len(queue), _BATCH)
                                 self._publishing = True  # drain() must wait for these
                             else:
-                                self._pub_waiting = True
+                                self._lift_waiting = True
                                 self._work.wait(self.hold_pause_time)
-                                self._pub_waiting = False
+                                self._lift_waiting = False
                                 continue
                         else:
                             # The flights runner's signal and this check cannot both miss.
@@ -827,8 +828,8 @@ class Publisher:
         # With the lock held.
         self._held = False
         self._lifted_at = len(self._in_flight)
-        if self._pub_waiting:
-            self._pub_waiting = False
+        if self._lift_waiting:
+            self._lift_waiting = False
             self._work.notify()
 
     def _is_idle(self) -> bool:
