@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jsclient import errors
 from jsclient._future import LightFuture
 from jsclient.api import PubAck
+from jsclient.msg import Msg
 
 if TYPE_CHECKING:
     from jsclient.jetstream.publisher import Publisher
@@ -39,6 +40,7 @@ _EXPECTATION_ERRORS = (
 )
 _EXPECTATION_CODES = frozenset((10060, 10070, 10071))
 T = TypeVar("T")
+_ACK_HEAD = b'{"stream":"'  # how every successful publish reply starts
 
 
 class PublisherError(errors.JetStreamError):
@@ -242,7 +244,21 @@ class Flight(_Future["Flight"]):
         # (the publisher itself). Hand over, never block.
         self._reply = reply
         owner = self._owner
-        owner._done.append(self)
+        owner._done.append(self)  # first: drain() must always find the flight somewhere
+        if type(reply) is Msg and reply.data[:11] == _ACK_HEAD:
+            # A PubAck (errors start {"error":): the message is no longer in
+            # flight, whatever settling it takes. Failures keep their place
+            # until the flights runner has decided on a retry.
+            in_flight = owner._in_flight
+            in_flight.discard(self)
+            if owner._held and not owner._draining:
+                # The window is full: let the publish runner write the next
+                # batch first; it wakes the flights runner after that (or the
+                # flights runner's own clock does), so settling these acks
+                # overlaps the server's work on the next batch.
+                if len(in_flight) <= owner.refill_allowed_at:
+                    owner._lift_on_ack()
+                return
         if owner._flights_waiting:
             owner._wake_flights()
 

@@ -161,6 +161,7 @@ class Publisher:
         self._retry_ids = itertools.count()
         self._publishing = False  # the publish runner holds a taken, unfinished batch
         self._settling = 0  # settled flights whose futures and hooks are still running
+        self._processing = False  # the flights runner is taking flights from _done
         self._held = False
         self._lifted_at = 0
         self._pub_waiting = False  # the publish runner waits for messages (publish_async wakes it)
@@ -421,6 +422,8 @@ class Publisher:
                 elif batch:
                     self._publish_batch(batch)
                 else:
+                    if self._flights_waiting and self._done:
+                        self._wake_flights()  # acks that came while the window was full
                     if take > 0:
                         with lock:
                             self._publishing = False
@@ -439,6 +442,8 @@ class Publisher:
                         self._held = holding = True
                         paused_at = len(in_flight)
                     self._check_drained()
+                if self._flights_waiting and self._done:
+                    self._wake_flights()  # acks that came while the window was full
                 if paused_at >= 0 and self._on_paused is not None:
                     _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
         finally:
@@ -541,6 +546,9 @@ class Publisher:
         if not flights:
             return
         if due:
+            # Back in the window (a flight whose reply looked like an ack but
+            # was not may have left it).
+            self._in_flight.update(flights)
             timeline = self._retry_timeline
             for flight in flights:
                 gen = flight._gen = flight._gen + 1
@@ -591,7 +599,14 @@ class Publisher:
                     if wait > 0 and not done:  # re-check: acks are appended without the lock
                         self._flights.wait(wait)
                     self._flights_waiting = False
-            self._process()
+            self._processing = True  # before taking from _done: see _is_idle
+            try:
+                self._process()
+            finally:
+                self._processing = False
+            if self._draining:
+                with lock:
+                    self._check_drained()
 
     def _next_wake(self) -> float:
         wake = time.monotonic() + self.poll_time
@@ -824,6 +839,14 @@ class Publisher:
         if flight._complete(None, None) and self._on_published is not None:
             _call(self._on_published, flight)
 
+    def _lift_on_ack(self) -> None:
+        # Reader thread (Flight.deliver): a PubAck freed the window's last place
+        # above refill_allowed_at. Lifting here, not after the flights runner
+        # settled it, saves a thread hand-off per window.
+        with self._lock:
+            if self._held and len(self._in_flight) <= self.refill_allowed_at:
+                self._lift()
+
     def _lift(self) -> None:
         # With the lock held.
         self._held = False
@@ -834,7 +857,15 @@ class Publisher:
 
     def _is_idle(self) -> bool:
         # With the lock held.
-        return not (self._queue or self._publishing or self._in_flight or self._settling)
+        return not (
+            self._queue
+            or self._publishing
+            or self._in_flight
+            or self._done
+            or self._retries
+            or self._processing
+            or self._settling
+        )
 
     def _check_drained(self) -> bool:
         # With the lock held: True (and drain() woken) once a drain has finished.
@@ -870,7 +901,9 @@ class Publisher:
         """After stop(): fail every message not settled yet."""
         with self._lock:
             # list() first: the publish runner may add to the set without the lock.
-            flights = list(self._queue) + list(self._in_flight)
+            # (An acked flight leaves _in_flight on the reader thread and waits
+            # in _done until the flights runner settles it.)
+            flights = set(self._queue) | set(self._in_flight) | set(self._done)
             self._queue.clear()
             self._in_flight.clear()
             victims = [(f, f._ack_future) for f in flights if not f._settled]

@@ -183,7 +183,8 @@ def test_hold_and_refill_seen_by_listener(js: JetStream) -> None:
     pub.drain(timeout=10)
     events = [(k, v) for k, v in rec.events if k in ("published", "paused", "resumed")]
     seen = [v for k, v in events if k == "published"]
-    assert len(seen) == 400 and max(seen) == 10 and min(seen) >= 1
+    # never more than max_in_flight awaiting acks (a fast ack may leave before its report)
+    assert len(seen) == 400 and max(seen) == 10
     assert rec.of("paused") and rec.of("resumed")
     state = "running"
     for kind, value in events:
