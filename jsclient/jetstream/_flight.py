@@ -271,7 +271,8 @@ class PublisherListener:
 
     ``published``, ``paused``, ``resumed`` run on the publish runner; the
     others on the flights runner (``published`` too, for a message whose first
-    publish only succeeded on a retry). Keep them short.
+    publish only succeeded on a retry, or whose reply came before the publish
+    runner reported it). Keep them short.
     """
 
     def published(self, flight: Flight) -> None:

@@ -5,15 +5,20 @@
 - ``publish_runner`` takes queued messages in batches and publishes them as
   requests on the connection's reply mux (one write per batch), at most
   ``max_in_flight`` unacknowledged at a time. When the window is full it holds
-  until ``refill_allowed_at`` or fewer remain; the hold is a Condition the
-  flights runner signals, and ``hold_pause_time`` only bounds one wait.
+  until ``refill_allowed_at`` or fewer remain, and meanwhile encodes the next
+  batch so that the lift only has to write it. The hold is a Condition
+  signalled when acks free the window; ``hold_pause_time`` only bounds one wait.
 - ``flights_runner`` settles flights. Each flight is its own reply waiter: the
-  socket reader hands it the ack and appends it to a deque (nothing else on
-  the reader thread), so an ack is seen whatever the order of the acks before
-  it. Timeouts are per flight: attempts sit in deques in publish order, the
-  earliest deadline bounds each wait, and a flight still without an ack
-  ``wait_timeout`` after its own publish times out (``listener.timeout``, and
-  its ``publish_ack_future`` fails with TimeoutError).
+  socket reader hands it its reply and appends it to a deque, so an ack is
+  seen whatever the order of the acks before it. A PubAck takes the flight
+  out of the window right there (failures keep their place until the flights
+  runner has decided on a retry), and the ack that frees the window lifts the
+  hold; while the window is full, settling waits until the publish runner has
+  written the next batch, so it overlaps the server's work. Timeouts are per
+  flight: attempts sit in deques in publish order, the earliest deadline
+  bounds each wait, and a flight still without an ack ``wait_timeout`` after
+  its own publish times out (``listener.timeout``, and its
+  ``publish_ack_future`` fails with TimeoutError).
 
 Both are plain loops for threads the caller owns (a web worker, an executor);
 ``start()`` runs them on two named threads of the publisher's own.
@@ -147,7 +152,9 @@ class Publisher:
         self._idle = threading.Condition(self._lock)  # drain() waiters
         self._ids = itertools.count(1)
         self._queue: deque[Flight] = deque()
-        self._in_flight: set[Flight] = set()  # published (or publishing) and not settled
+        # The window: published (or being published) and no PubAck yet; a failed
+        # attempt stays until it is settled or retried.
+        self._in_flight: set[Flight] = set()
         self._done: deque[Flight] = deque()  # flights whose current attempt finished
         # Ack clocks in publish order. First sends, by the publish runner: the
         # flight itself (due at publish_time + wait_timeout while it is on its
@@ -186,7 +193,7 @@ class Publisher:
 
     @property
     def in_flight(self) -> int:
-        """Messages published and not yet acked / failed / timed out (retries included)."""
+        """Messages published with no ack yet and not failed / timed out (retries included)."""
         return len(self._in_flight)
 
     @property
