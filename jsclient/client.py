@@ -64,6 +64,12 @@ class _Reply:
         self.lock.release()
 
 
+class _Waiter(Protocol):
+    """A reply waiter in ``Client._resp_map``: ``deliver(None)`` means the connection closed."""
+
+    def deliver(self, msg: Msg | None) -> None: ...
+
+
 class BatchRequest(Protocol):
     """What ``Client._send_request_batch`` publishes: a request that is its own reply waiter."""
 
@@ -108,7 +114,7 @@ class Client:
         self._nuid = NUID()
         self._resp_prefix: str | None = None
         self._resp_prefix_b = b""
-        self._resp_map: dict[str, _Reply | _CallbackReply] = {}
+        self._resp_map: dict[str, _Waiter] = {}
         self._resp_lock = threading.Lock()
         self._resp_tokens = itertools.count(1)
         self._close_lock = threading.Lock()
@@ -396,7 +402,7 @@ class Client:
         subject: str,
         payload: bytes,
         hdr: bytes | None,
-        waiter: _Reply | _CallbackReply,
+        waiter: _Waiter,
         inline: bool = False,
     ) -> str:
         """Register ``waiter`` under a fresh token and publish with the muxed reply subject."""
@@ -494,25 +500,6 @@ class Client:
             resp_map = self._resp_map
             return [(req, exc) for req in batch.sent if resp_map.pop(req._token, None) is not None]
         return []
-
-    def _request_async(
-        self,
-        subject: str,
-        payload: bytes,
-        headers: _headers.HeadersIn | bytes | None,
-        on_reply: Callable[[Msg | None], None],
-    ) -> str:
-        """Publish with a reply token whose response calls ``on_reply`` on the reader thread.
-
-        ``headers`` may be an already encoded header block. Returns the token;
-        ``_cancel_request(token)`` forgets it. ``on_reply(None)`` means the
-        connection closed first.
-        """
-        if headers is None or isinstance(headers, bytes):
-            hdr = headers
-        else:
-            hdr = _headers.encode(headers) if headers else None
-        return self._send_request(subject, payload, hdr, _CallbackReply(on_reply))
 
     def _cancel_request(self, token: str) -> None:
         self._resp_map.pop(token, None)
@@ -668,18 +655,3 @@ class Client:
             self._callbacks.submit(self._opts.closed_cb)
         self._timers.stop()
         self._callbacks.stop()
-
-
-class _CallbackReply:
-    """Like _Reply, but the response is handed to a function on the reader thread.
-
-    The function gets ``None`` when the connection closes first.
-    """
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn: Callable[[Msg | None], None]) -> None:
-        self.fn = fn
-
-    def deliver(self, msg: Msg | None) -> None:
-        self.fn(msg)

@@ -391,7 +391,7 @@ class JetStream:
             self._pending.add(ack)
         client = self._client
         try:
-            token = client._request_async(subject, payload, ack.headers, ack)
+            token = client._send_request(subject, payload, ack.headers, ack)
         except BaseException:
             self._forget(ack)
             raise
@@ -471,7 +471,7 @@ class JetStream:
             return
         client = self._client
         try:
-            token = client._request_async(ack.subject, ack.payload, ack.headers, ack)
+            token = client._send_request(ack.subject, ack.payload, ack.headers, ack)
         except errors.Error as exc:
             self._finish(ack, None, exc)
             return
@@ -577,8 +577,9 @@ class _AsyncPub:
         self.retries = 0
         self.done = False
 
-    def __call__(self, msg: Msg | None) -> None:
-        # The reply, on the socket reader thread: decode and complete, never block.
+    def deliver(self, msg: Msg | None) -> None:
+        # The request mux's waiter protocol: the reply, on the socket reader
+        # thread (None: the connection closed). Decode and complete, never block.
         if msg is None or not msg.data:
             self.js._on_empty_reply(self, msg)
             return
