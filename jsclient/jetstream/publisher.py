@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
-from jsclient import _impl, errors
+from jsclient import errors
 from jsclient.jetstream._flight import (
     DEFAULT_RETRY_ON,
     Flight,
@@ -76,6 +76,7 @@ from jsclient.jetstream.context import (
     PUBLISH_RETRY_ATTEMPTS,
     PUBLISH_RETRY_WAIT,
     _parse_pub_ack,
+    _pub_ack_fields,
     _pub_headers,
 )
 from jsclient.protocol.headers import encode as encode_headers
@@ -84,8 +85,6 @@ if TYPE_CHECKING:
     from jsclient.client import Client, RequestBatch
     from jsclient.jetstream.context import JetStream
     from jsclient.protocol.headers import HeadersIn
-
-pub_ack_fields = _impl.jsack.pub_ack_fields
 
 __all__ = [
     "DEFAULT_RETRY_ON",
@@ -427,7 +426,7 @@ class Publisher:
                     pending, ahead = ahead, None
                     self._send_prepared(pending)
                 elif batch:
-                    self._publish_batch(batch)
+                    self._send_prepared(self._prepare(batch))
                 else:
                     if self._flights_waiting and self._done:
                         self._wake_flights()  # acks that came while the window was full
@@ -479,37 +478,26 @@ class Publisher:
             self._queue.extendleft(reversed(flights))
             self._publishing = False
 
-    def _publish_batch(self, batch: list[Flight]) -> None:
-        if self._stopped:
-            self._put_back(batch)
-            return
-        self._in_flight.update(batch)  # first: the ack may be settled before send returns
-        now = time.monotonic()
-        plain = self.retry is None  # and no headers or options: no header block to make
-        for flight in batch:
-            flight.attempts = 1
-            flight._first_time = flight.publish_time = now
-            if flight.headers is not None or flight.options:
-                plain = False
-        if not plain:
-            batch = [f for f in batch if self._encode_headers(f)]
-        self._send(batch, 0.0)
-
     def _prepare(self, batch: list[Flight]) -> RequestBatch:
-        """Register and encode a batch to write once the window has room."""
+        """Register and encode a batch; ``_send_prepared`` writes it (at once, or
+        once the window has room)."""
         if self.retry is not None or any(f.headers is not None or f.options for f in batch):
             batch = [f for f in batch if self._encode_headers(f)]
         prepared = self._client._prepare_request_batch(batch)
-        if prepared.failed:
-            now = time.monotonic()
-            for flight, exc in prepared.failed:
-                flight.attempts = 1
-                flight._first_time = flight.publish_time = now
-                self._in_flight.add(flight)  # settled as failed, like any other
-                flight.deliver(exc)
+        for flight, exc in prepared.failed:
+            self._fail_unsent(flight, exc)
         return prepared
 
+    def _fail_unsent(self, flight: Flight, exc: BaseException) -> None:
+        # A first attempt that could not be sent (bad header, subject or size):
+        # settled as failed by the flights runner, like any other attempt.
+        flight.attempts = 1
+        flight._first_time = flight.publish_time = time.monotonic()
+        self._in_flight.add(flight)
+        flight.deliver(exc)
+
     def _send_prepared(self, prepared: RequestBatch) -> None:
+        """Write a prepared batch of first sends and start their ack clocks."""
         flights: list[Flight] = prepared.sent
         if not flights:
             return
@@ -542,28 +530,21 @@ class Publisher:
             )
             flight._hdr = encode_headers(merged) if merged else None
         except (errors.Error, TypeError, ValueError) as exc:
-            self._in_flight.add(flight)  # settled as failed, like any other
-            flight.deliver(exc)
+            self._fail_unsent(flight, exc)
             return False
         return True
 
-    def _send(self, flights: list[Flight], due: float) -> None:
-        """Publish each flight in one write and start their ack clocks (before
-        the write: the ack may come first). ``due`` is 0.0 for first sends."""
+    def _resend(self, flights: list[Flight], due: float) -> None:
+        """Publish retries and 503 re-sends in one write; their ack clocks run to ``due``."""
         if not flights:
             return
-        if due:
-            # Back in the window (a flight whose reply looked like an ack but
-            # was not may have left it).
-            self._in_flight.update(flights)
-            timeline = self._retry_timeline
-            for flight in flights:
-                gen = flight._gen = flight._gen + 1
-                timeline.append((due, flight, gen))
-        else:
-            for flight in flights:
-                flight._gen = 1
-            self._timeline.extend(flights)
+        # Back in the window (a flight whose reply looked like an ack but was
+        # not may have left it).
+        self._in_flight.update(flights)
+        timeline = self._retry_timeline
+        for flight in flights:
+            gen = flight._gen = flight._gen + 1
+            timeline.append((due, flight, gen))  # before the write: the ack may come first
         self._sent(flights, self._client._send_request_batch(flights))
 
     def _sent(self, flights: list[Flight], failed: list[tuple[Flight, BaseException]]) -> None:
@@ -638,11 +619,11 @@ class Publisher:
             flight._token = None
             if flight._settled:
                 continue  # abandoned by stop()
-            if flight._state == PENDING and hasattr(reply, "data"):
+            data = getattr(reply, "data", None)  # None: an error, or the connection closed
+            if data is not None and flight._state == PENDING:
                 replied.append(flight)  # the reply beat the publish runner's report
-            data = getattr(reply, "data", None)
             if data:
-                fields = pub_ack_fields(data)
+                fields = _pub_ack_fields(data)
                 if fields is not None:
                     flight._ack = fields  # a plain ack: the PubAck is made when read
                 else:
@@ -690,7 +671,7 @@ class Publisher:
                     flight._resends = 0
                 flight.publish_time = now
                 again.append(flight)
-            self._send(again, now + self.wait_timeout)
+            self._resend(again, now + self.wait_timeout)
         if replied:
             # Published, whatever the reply says: report it before settling.
             if self._on_published is None:
