@@ -167,6 +167,15 @@ def _js_workloads() -> list[Workload]:
             target=5.0,
         ),
         Workload(
+            "js-pull-subscribe-ack",
+            f"legacy pull_subscribe().fetch({js.BATCH}) + ack each, vs nats-py's (file stream)",
+            js.js_pull_subscribe,
+            js.py_fetch,
+            200_000,
+            20_000,
+            target=5.0,
+        ),
+        Workload(
             "js-consume-ack",
             f"consume() + ack vs nats-py fetch({js.BATCH}) + ack",
             js.js_consume,

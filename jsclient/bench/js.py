@@ -204,6 +204,28 @@ def js_fetch(url: str, n: int, size: int, ack: bool = True) -> Result:
     return Result(n / dt)
 
 
+def js_pull_subscribe(url: str, n: int, size: int) -> Result:
+    """Legacy ADR-13 path: ``pull_subscribe().fetch(BATCH)`` + ack, as nats-py's own."""
+    import jsclient
+    from jsclient.api import ConsumerConfig
+
+    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
+    with jsclient.connect(url) as nc:
+        js = nc.jetstream()
+        psub = js.pull_subscribe(
+            "bcon.>", f"p{time.monotonic_ns()}", config=ConsumerConfig(max_ack_pending=20_000)
+        )
+        got = 0
+        t0 = time.perf_counter()
+        while got < n:
+            for m in psub.fetch(min(BATCH, n - got), timeout=5.0):
+                m.ack()
+                got += 1
+        nc.flush(timeout=30)
+        dt = time.perf_counter() - t0
+    return Result(n / dt)
+
+
 def js_consume(url: str, n: int, size: int, ack: bool = True) -> Result:
     import jsclient
 

@@ -46,6 +46,7 @@ from jsclient.protocol.headers import encode as encode_headers
 if TYPE_CHECKING:
     from jsclient.client import Client
     from jsclient.jetstream.ordered import OrderedConsumer
+    from jsclient.jetstream.pull_subscription import PullSubscription
     from jsclient.msg import Msg
     from jsclient.protocol.headers import HeadersIn
 
@@ -289,6 +290,40 @@ class JetStream:
         from jsclient.jetstream.ordered import OrderedConsumer
 
         return OrderedConsumer(self, stream, **options)
+
+    # -- legacy subscriptions (ADR-13, ADR-15) --------------------------------
+
+    def pull_subscribe(
+        self,
+        subject: str,
+        durable: str | None = None,
+        *,
+        stream: str | None = None,
+        config: ConsumerConfigLike | None = None,
+        inbox_prefix: str | None = None,
+    ) -> PullSubscription:
+        """A pull subscription (ADR-13): ``psub.fetch(batch, timeout)`` returns messages.
+
+        The stream is looked up by ``subject`` unless given. ``durable`` names a
+        consumer that is used when it exists (after checking it is a pull
+        consumer whose filter and config agree) and created otherwise, with
+        ``subject`` as its filter and ack policy explicit. Without a durable an
+        ephemeral consumer is made, and deleted again by ``unsubscribe()`` or
+        ``drain()``. A refusal raises a :class:`~jsclient.errors.SubscribeError`.
+        """
+        from jsclient.jetstream.pull_subscription import pull_subscribe
+
+        return pull_subscribe(
+            self, subject, durable, stream=stream, config=config, inbox_prefix=inbox_prefix
+        )
+
+    def pull_subscribe_bind(
+        self, stream: str, durable: str, *, inbox_prefix: str | None = None
+    ) -> PullSubscription:
+        """A pull subscription to an existing pull consumer, with no lookups."""
+        from jsclient.jetstream.pull_subscription import pull_subscribe_bind
+
+        return pull_subscribe_bind(self, stream, durable, inbox_prefix=inbox_prefix)
 
     def account_info(self) -> AccountInfo:
         """Usage and limits of this account's JetStream."""
