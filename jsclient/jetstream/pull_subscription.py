@@ -36,7 +36,9 @@ Status messages never reach the user: ``404``/``408`` end a pull quietly;
 ``409`` (consumer deleted, consumer is push based, exceeded max waiting /
 batch / expires / bytes) and ``400`` are typed errors; ``503`` is
 ``NoRespondersError``; unknown codes are ``StatusError``. ``409 Leadership
-Change`` and ``423`` make the fetch pull again within its time. When a pull
+Change`` and ``423`` make the fetch pull again within its time, and so does
+a reconnect while it waits (its pull went with the old connection; it notices
+within a second). When a pull
 ends with an error after some messages were collected, the fetch returns the
 messages and the next fetch raises the error (after any buffered messages).
 
@@ -59,6 +61,7 @@ from jsclient.jetstream._pull_engine import (
     HEARTBEAT,
     PIN_HDR,
     RESET,
+    WAIT_SLICE,
     Engine,
     positive_int,
     pull_status,
@@ -226,20 +229,24 @@ class PullSubscription:
         """One pull request for what ``msgs`` still lacks; collect until it ends."""
         engine = self._engine
         reply = self._prefix + str(next(engine.tokens))
+        conn = self._js._client._conn
+        reconnects = conn.reconnects
         engine.publish_pull(reply, batch - len(msgs), 0, expires, 0.0, no_wait)
         take = self._sub._take
         ack_none = self._ack_none
         while True:
-            if deadline is None:
-                wait: float | None = None
-            else:
-                wait = deadline - _mono()
-                if wait <= 0:
+            wait = WAIT_SLICE
+            if deadline is not None:
+                left = deadline - _mono()
+                if left <= 0:
                     return _TIMEOUT
+                wait = min(wait, left)
             try:
                 msg = take(wait)
             except queue.Empty:
-                return _TIMEOUT
+                if conn.reconnects != reconnects:
+                    return _RESET  # the pull went with the old connection: pull again
+                continue
             except _Ended as end:
                 self._on_ended(end)
                 raise self._error or errors.BadSubscriptionError() from None

@@ -437,6 +437,34 @@ def test_error_after_some_messages_returns_them_then_raises(js: JetStream, obser
         psub.fetch(1, timeout=1.0)
 
 
+def test_fetch_pulls_again_after_a_reconnect(
+    nats_server: NatsServer, nc: jsclient.Client, js: JetStream
+) -> None:
+    psub = js.pull_subscribe("s.a", "d")
+    got: list[Msg] = []
+    box: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            got.extend(psub.fetch(1, timeout=20.0))
+        except BaseException as exc:
+            box.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.3)  # the long pull is waiting on the server
+    nats_server.kill()
+    nats_server.start()
+    deadline = time.monotonic() + 10
+    while not nc.is_connected and time.monotonic() < deadline:
+        time.sleep(0.02)
+    t0 = time.monotonic()
+    js.publish("s.a", b"after restart", timeout=10.0)
+    t.join(10)
+    assert not box and [m.data for m in got] == [b"after restart"]
+    assert time.monotonic() - t0 < 5.0  # not left waiting out the 20 s
+
+
 def test_concurrent_fetch_is_refused(js: JetStream, observe: Any) -> None:
     psub = js.pull_subscribe("s.a", "d")
     obs = observe("d")
