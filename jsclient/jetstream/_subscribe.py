@@ -59,6 +59,9 @@ _NOT_COMPARED = frozenset(
     }
 )
 _FIELDS = tuple(ConsumerConfig.__dataclass_fields__)
+# The data model's own defaults (deliver policy all, ack policy explicit, replay
+# instant) cannot be told apart from values the user set, so they count as unset.
+_DEFAULTS = {name: f.default for name, f in ConsumerConfig.__dataclass_fields__.items()}
 
 
 def value_of(v: Any) -> Any:
@@ -198,15 +201,15 @@ def _check_queue_rules(info: ConsumerInfo, where: str, queue: str | None) -> Non
 def config_differences(user: ConsumerConfig, existing: ConsumerConfig) -> list[str]:
     """``field: given vs existing`` for each field the user set that the consumer has otherwise.
 
-    Only fields the user set (not None, not false/zero) are compared: the server
-    fills in defaults for the others.
+    Only fields the user set are compared (not None, not false/zero, not the
+    data model's default): the server fills in defaults for the others.
     """
     diffs = []
     for name in _FIELDS:
         if name in _NOT_COMPARED:
             continue
         want = getattr(user, name)
-        if not want:
+        if not want or want == _DEFAULTS[name]:
             continue
         have = getattr(existing, name)
         if not _same(want, have):
