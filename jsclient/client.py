@@ -551,7 +551,10 @@ class Client:
 
     def _on_slow(self, sub: Subscription) -> None:
         """Reader thread: a subscription started dropping messages."""
-        self._report_error(errors.SlowConsumerError(sub.subject, sub.sid, sub._dropped))
+        exc = errors.SlowConsumerError(sub.subject, sub.sid, sub._dropped)
+        # A JetStream subscription with an error callback of its own gets it there.
+        report = getattr(sub, "_report", None) or self._report_error
+        report(exc)
 
     def _on_max_msgs(self, sub: Subscription) -> None:
         """Reader thread: a subscription reached its auto-unsubscribe count."""

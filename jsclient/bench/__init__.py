@@ -217,6 +217,33 @@ def _js_workloads() -> list[Workload]:
             100_000,
             20_000,
         ),
+        Workload(
+            "js-push-ack",
+            "push subscribe (durable) + ack each, read by iteration (nats-py: next_msg)",
+            js.js_push,
+            js.py_push,
+            200_000,
+            20_000,
+            target=5.0,
+        ),
+        Workload(
+            "js-push-ack-callback",
+            "push subscribe (durable), callback + ack (jsclient acks after it returns)",
+            P(js.js_push, mode="callback"),
+            P(js.py_push, mode="callback"),
+            200_000,
+            20_000,
+            target=5.0,
+        ),
+        Workload(
+            "js-ordered-push",
+            "ordered push subscription, both clients",
+            js.js_ordered_push,
+            js.py_ordered,
+            200_000,
+            20_000,
+            target=5.0,
+        ),
     ]
 
 

@@ -224,48 +224,50 @@ class JsSubscription(Subscription):
 
     def _take(self, timeout: float | None) -> Msg:
         """The next user message; statuses and control items are handled on the way."""
-        take = Subscription._take
+        local = self._local
         deadline = _mono() + timeout if timeout is not None and timeout > 0 else None
         while True:
-            msg: Any = take(self, timeout)
+            if local and not self._discard:
+                # The base class's fast path, inlined: this runs per message.
+                msg: Any = local.popleft()
+                self._consumed += 1
+                self._out_bytes += len(msg.data)
+            else:
+                msg = Subscription._take(self, timeout)
             if msg.__class__ is _Control:
                 self._consumed -= 1  # not a message the reader counted
                 self._on_control(msg.kind)
             else:
-                out = self._asm(msg)
-                if out is not None:
+                hdr = msg._hdr
+                if hdr is not None and not msg.data and (st := _status_of(hdr)) is not None:
+                    self._on_status(msg, st[0], st[1], hdr)
+                elif not self._track or self._in_order(msg):
+                    if self._ack_none:
+                        msg._ackd = ACK_NONE_POLICY
                     self._user_delivered += 1
-                    return out
+                    return msg  # type: ignore[no-any-return]
             if deadline is not None:
                 timeout = deadline - _mono()
                 if timeout <= 0:
                     raise _queue.Empty
 
-    def _asm(self, msg: Msg) -> Msg | None:
-        hdr = msg._hdr
-        if hdr is not None and not msg.data:
-            st = _status_of(hdr)
-            if st is not None:
-                self._on_status(msg, st[0], st[1], hdr)
-                return None
-        if self._track:
-            _, consumer, _, sseq, cseq, _, _, _ = _parse_jsack(msg.reply)
-            if self._ordered is not None:
-                if consumer != self.consumer_name:
-                    return None  # from a consumer an ordered reset replaced
-                if cseq != self._cseq + 1:
-                    self._reset()
-                    return None
-            elif cseq > self._cseq + 1:
-                # Only a jump ahead is a gap; a sequence at or below the last one
-                # follows a resynchronisation on a heartbeat.
-                self._on_gap(self._cseq, cseq - 1)
-            self._cseq = cseq
-            self._sseq = sseq
-            self._gap = None
-        if self._ack_none:
-            msg._ackd = ACK_NONE_POLICY
-        return msg
+    def _in_order(self, msg: Msg) -> bool:
+        """Gap bookkeeping of one user message; False drops it (ordered resets)."""
+        _, consumer, _, sseq, cseq, _, _, _ = _parse_jsack(msg.reply)
+        if self._ordered is not None:
+            if consumer != self.consumer_name:
+                return False  # from a consumer an ordered reset replaced
+            if cseq != self._cseq + 1:
+                self._reset()
+                return False
+        elif cseq > self._cseq + 1:
+            # Only a jump ahead is a gap; a sequence at or below the last one
+            # follows a resynchronisation on a heartbeat.
+            self._on_gap(self._cseq, cseq - 1)
+        self._cseq = cseq
+        self._sseq = sseq
+        self._gap = None
+        return True
 
     def _on_status(self, msg: Msg, code: int, description: str, hdr: bytes) -> None:
         kind = _classify(code, description)
@@ -302,7 +304,8 @@ class JsSubscription(Subscription):
         self._fc_answered = subject
         self._fc_count += 1
         try:
-            self._client.publish(subject, b"")
+            # Like an ack: a server-made subject, sent as is (not cached, not re-checked).
+            self._client._publish_ack(subject, b"")
         except errors.Error as exc:
             self._report(exc)
 
