@@ -167,13 +167,15 @@ class JsSubscription(Subscription):
         self._ended = False
         self._timer: TimerHandle | None = None
         self._ordered: ConsumerConfig | None = None
+        self.stream_name = ""
+        self.consumer_name = ""
 
     def _bind(self, state: _State, cb: Callable[[Msg], Any] | None) -> None:
         """Configure for the consumer the workflow settled on; start the callback and timer."""
         info = state.info
         self._js = state.js
         self.stream_name = state.stream
-        self.consumer_name: str = info.name
+        self.consumer_name = info.name
         self._created = state.created
         self._delete_policy = state.delete_consumer
         self._report_cb = state.error_cb

@@ -10,6 +10,7 @@ server like the server's own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -95,6 +96,17 @@ def _wait(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
         if time.monotonic() > deadline:
             pytest.fail(f"condition not met in {timeout} s")
         time.sleep(0.02)
+
+
+def _consume_until(sub: JsSubscription, cond: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """Keep a sync subscription consuming (where its status management runs) until ``cond``."""
+
+    def step() -> Any:
+        with contextlib.suppress(errors.TimeoutError):
+            sub.next_msg(timeout=0.1)
+        return cond()
+
+    return _wait(step, timeout)
 
 
 def _acked_all(js: JetStream, stream: str, name: str, n: int) -> bool:
@@ -208,6 +220,47 @@ def test_queue_group_shares_the_work(nc: jsclient.Client, js: JetStream) -> None
     b.unsubscribe(), a.unsubscribe()
 
 
+def test_queue_members_racing_to_create_the_durable_share_it(
+    nc: jsclient.Client, js: JetStream
+) -> None:
+    """Members subscribing at once: the losers of the create race look it up and move."""
+    members: list[JsSubscription] = []
+    failures: list[BaseException] = []
+    start = threading.Barrier(6)
+    got: list[int] = []
+    lock = threading.Lock()
+
+    def on_msg(m: Msg) -> None:
+        with lock:
+            got.append(m.metadata.sequence.stream)
+
+    def join() -> None:
+        start.wait(10)
+        try:
+            sub = js.subscribe("s.a", "racers", cb=on_msg, delete_consumer="never")
+        except BaseException as exc:
+            failures.append(exc)
+        else:
+            with lock:
+                members.append(sub)
+
+    threads = [threading.Thread(target=join) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert not failures and len(members) == 6
+    assert {m.subject for m in members} == {
+        js.consumer("S", "racers").cached_info.config.deliver_subject
+    }
+    _publish(nc, 100)
+    _wait(lambda: len(got) >= 100)
+    time.sleep(0.2)
+    assert sorted(got) == list(range(1, 101))
+    for m in members:
+        m.unsubscribe()
+
+
 def test_ephemeral_consumer_deleted_after_drain(nc: jsclient.Client, js: JetStream) -> None:
     got: list[bytes] = []
     sub = js.subscribe("s.a", cb=lambda m: got.append(m.data))
@@ -282,8 +335,7 @@ def test_stalled_header_in_a_heartbeat_is_answered(js: JetStream, other: jsclien
                 "Nats-Consumer-Stalled": "fc.stalled.7",
             },
         )
-    with pytest.raises(errors.TimeoutError):
-        sub.next_msg(timeout=0.5)
+    _consume_until(sub, lambda: sub.flow_control_answered)
     assert answers.next_msg(timeout=2).subject == "fc.stalled.7"
     with pytest.raises(errors.TimeoutError):
         answers.next_msg(timeout=0.3)
@@ -323,8 +375,9 @@ def test_gap_from_a_heartbeat_is_reported_once(
     ahead = {"Nats-Last-Consumer": "8", "Nats-Last-Stream": "8"}
     _inject(other, sub.subject, "100 Idle Heartbeat", ahead)
     _inject(other, sub.subject, "100 Idle Heartbeat", ahead)
+    _wait(lambda: sub.pending_msgs >= 2)  # both arrived; consuming handles them
     with pytest.raises(errors.TimeoutError):
-        sub.next_msg(timeout=0.5)
+        sub.next_msg(timeout=0.3)
     gaps = _wait(lambda: errs.of(errors.SequenceMismatchError))
     time.sleep(0.2)
     assert len(errs.of(errors.SequenceMismatchError)) == 1  # once per gap
@@ -352,7 +405,8 @@ def test_messages_dropped_by_a_slow_consumer_are_a_gap(
             break
         delivered.append(m.metadata.sequence.consumer)
     assert len(delivered) == 10
-    gaps = _wait(lambda: errs.of(errors.SequenceMismatchError))
+
+    gaps = _consume_until(sub, lambda: errs.of(errors.SequenceMismatchError))
     assert len(gaps) == 1 and gaps[0].consumer_sequence == 10
     assert gaps[0].last_consumer_sequence == 200 and gaps[0].stream_resume_sequence == 11
     assert isinstance(errs.of(errors.SlowConsumerError)[0], errors.SlowConsumerError)
