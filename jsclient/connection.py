@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 import select
 import socket
@@ -63,6 +64,20 @@ OP_INFO = _parser_mod.OP_INFO
 
 DEFAULT_PORT = 4222
 READ_BUFFER = 256 * 1024
+#: Payloads from this size on are written with a gather write (``sendmsg``), not
+#: joined with the frames around them: one copy (into the frame) on their way
+#: to the socket instead of two.
+GATHER_MIN = 16 * 1024
+_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
+#: Inline writers (a caller that writes the queue itself instead of waking the
+#: flusher) need a send that never blocks; where there is none, only the
+#: flusher writes.
+_DONTWAIT: int = getattr(socket, "MSG_DONTWAIT", 0)
+_INLINE = _DONTWAIT != 0
+try:
+    _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX")))
+except (AttributeError, ValueError, OSError):
+    _IOV_MAX = 1024
 _FLUSH_WAIT = 1.0
 
 # Connection states.
@@ -139,6 +154,11 @@ class Options:
     dont_randomize: bool = False
     ignore_discovered_servers: bool = False
     max_control_line: int = 4096
+    #: Bytes the write queue may hold while connected; a publish that would go
+    #: beyond writes the queue itself or waits for the flusher (see send()).
+    pending_size: int = 4 * 1024 * 1024
+    #: How long such a publish waits for room before FlushTimeoutError.
+    flush_timeout: float = 10.0
     error_cb: Callable[[Exception], Any] | None = None
     disconnected_cb: Callable[[], Any] | None = None
     reconnected_cb: Callable[[], Any] | None = None
@@ -214,6 +234,11 @@ class Connection:
         # write side
         self._wlock = threading.Lock()  # state changes and PING/pong pairing only
         self._wq: list[bytes] = []  # never replaced: writers append, the flusher cuts the front
+        self._wq_bytes = 0  # bytes in _wq (writers add, takers subtract; see send())
+        self._limit = max(1, opts.pending_size)
+        self._big = False  # set when a frame worth a gather write (no join copy) is queued
+        self._room = threading.Condition(threading.Lock())
+        self._room_waiters = 0
         self._held = 0  # bytes queued while disconnected (reconnect buffer limit)
         self._kicked = False
         self._wevent = threading.Event()
@@ -419,6 +444,7 @@ class Connection:
             self._held = 0
             if resubscribe:
                 self._wq[0:0] = [resubscribe]
+                self._wq_bytes += len(resubscribe)
             self._sock = sock
             self.status = CONNECTED
         self._connected_event.set()
@@ -426,13 +452,29 @@ class Connection:
         self._kick()
 
     # -- writing -----------------------------------------------------------
+    #
+    # The queue is bounded while connected: a writer that would take it past
+    # ``pending_size`` first makes room (``_make_room``): it writes the queue
+    # itself when no other thread is writing, else it waits until the writer
+    # has taken the queue (at most ``flush_timeout``, then FlushTimeoutError
+    # and nothing of this message is queued). So a publisher can never be more
+    # than one queue ahead of the socket: at most ``pending_size`` bytes wait
+    # here, besides the batch being written. (The ``+=``/``-=`` on
+    # ``_wq_bytes`` from several threads rely on the GIL not switching inside
+    # them, as the other counters here do; several threads publishing at once
+    # may each add one message past the limit.) While disconnected the
+    # reconnect buffer limit applies instead.
 
     def send(self, data: bytes) -> None:
         """Queue bytes for the socket (any thread). Raises when closed or the buffer is full."""
         status = self.status
+        n = len(data)
         if status is not CONNECTED and status is not DRAINING:
-            self._check_buffer(status, len(data))
+            self._check_buffer(status, n)
+        elif self._wq_bytes + n > self._limit:
+            self._make_room(n)
         self._wq.append(data)
+        self._wq_bytes += n
         if not self._kicked:
             self._kicked = True
             self._kick()
@@ -440,11 +482,17 @@ class Connection:
     def send_counted(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
         """``send`` for ``msgs`` publishes: also counts out_msgs/out_bytes."""
         status = self.status
+        n = len(data)
         if status is not CONNECTED and status is not DRAINING:
-            self._check_buffer(status, len(data))
+            self._check_buffer(status, n)
+        elif self._wq_bytes + n > self._limit:
+            self._make_room(n)
         self._wq.append(data)
+        self._wq_bytes += n
         self.out_msgs += msgs
         self.out_bytes += payload_len
+        if payload_len >= GATHER_MIN:
+            self._big = True
         if not self._kicked:
             self._kicked = True
             self._kick()
@@ -457,31 +505,67 @@ class Connection:
         token is busy, over TLS, or when bytes are left behind).
         """
         status = self.status
+        n = len(data)
         if status is not CONNECTED and status is not DRAINING:
-            self._check_buffer(status, len(data))
+            self._check_buffer(status, n)
+        elif self._wq_bytes + n > self._limit:
+            self._make_room(n)
         self._wq.append(data)
+        self._wq_bytes += n
         self.out_msgs += msgs
         self.out_bytes += payload_len
-        if self._is_tls or not self._wtoken.acquire(False):
+        if payload_len >= GATHER_MIN:
+            self._big = True
+        if self._is_tls or not _INLINE or not self._wtoken.acquire(False):
             if not self._kicked:
                 self._kicked = True
                 self._kick()
             return
         try:
-            sock = self._sock
-            if sock is not None:
-                data = self._take_pending()
-                if data:
-                    try:
-                        sock.sendall(data)
-                    except OSError as exc:
-                        self._put_back(data)
-                        self._abort_socket(sock, exc)
+            self._write_pending(wait=False)
         finally:
             self._wtoken.release()
         if self._wq and not self._kicked:
             self._kicked = True
             self._kick()
+
+    def _make_room(self, n: int) -> None:
+        """The queue is full: write it from this thread, or wait until it was taken."""
+        deadline: float | None = None
+        while self._wq_bytes and self._wq_bytes + n > self._limit:
+            status = self.status
+            if status is not CONNECTED and status is not DRAINING:
+                self._check_buffer(status, n)  # disconnected meanwhile: the reconnect buffer
+                return
+            if not self._is_tls and _INLINE and self._wtoken.acquire(False):
+                try:
+                    written = self._write_pending(wait=False)
+                finally:
+                    self._wtoken.release()
+                if written:
+                    continue
+                # The socket is full: the flusher waits on it; this thread waits for room.
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.opts.flush_timeout
+            elif now >= deadline:
+                raise errors.FlushTimeoutError(
+                    f"nats: the write queue ({self._wq_bytes} bytes, pending_size "
+                    f"{self._limit}) was not written within flush_timeout "
+                    f"{self.opts.flush_timeout} s; this message was not sent"
+                )
+            if not self._kicked:
+                self._kicked = True
+                self._kick()
+            with self._room:
+                # Counted before the check, and takers subtract before they look
+                # at the count: either they see this waiter or it sees the room.
+                self._room_waiters += 1
+                try:
+                    if self._wq_bytes and self._wq_bytes + n > self._limit:
+                        self._room.wait(min(deadline - now, _FLUSH_WAIT))
+                finally:
+                    self._room_waiters -= 1
 
     def _check_buffer(self, status: str, size: int) -> None:
         if status is CLOSED:
@@ -501,19 +585,76 @@ class Connection:
         else:
             self._wevent.set()
 
-    def _take_pending(self) -> bytes:
-        """Take everything queued (writers may keep appending meanwhile)."""
+    def _queue(self, data: bytes) -> None:
+        """Append bytes that bypass the limits (PING, resubscriptions); caller kicks."""
+        self._wq.append(data)
+        self._wq_bytes += len(data)
+
+    def _take_chunks(self) -> tuple[list[bytes], int]:
+        """Take everything queued (writers may keep appending meanwhile) and its size."""
         q = self._wq
         n = len(q)
         if n == 0:
-            return b""
+            return [], 0
         chunks = q[:n]
         del q[:n]
-        return chunks[0] if n == 1 else b"".join(chunks)
+        size = len(chunks[0]) if n == 1 else sum(map(len, chunks))
+        self._wq_bytes -= size
+        if self._room_waiters:
+            with self._room:
+                self._room.notify_all()
+        return chunks, size
+
+    def _take_pending(self) -> bytes:
+        """Everything queued as one bytes object (the TLS writer's form)."""
+        chunks, _ = self._take_chunks()
+        if not chunks:
+            return b""
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _write_pending(self, wait: bool = True) -> bool:
+        """Write what is queued to the socket; the caller holds the write token.
+
+        Only the flusher waits for the socket (``wait``): a caller writing
+        inline sends what the socket takes now, puts the rest back in front of
+        the queue and kicks the flusher, so no caller ever blocks on a full
+        socket. Returns False when bytes were left for the flusher.
+        """
+        sock = self._sock
+        if sock is None:
+            return True
+        chunks, _ = self._take_chunks()
+        if not chunks:
+            return True
+        if len(chunks) == 1:
+            bufs: list[bytes | memoryview] = [chunks[0]]
+        elif self._big and _HAS_SENDMSG:
+            # Large frames go to the kernel as they are (no join copy).
+            self._big = False
+            bufs = _gather(chunks)
+        else:
+            bufs = [b"".join(chunks)]
+        try:
+            if wait and len(bufs) == 1:
+                sock.sendall(bufs[0])
+                return True
+            left = _send_bufs(sock, bufs, 0 if wait else _DONTWAIT)
+        except OSError as exc:
+            self._put_back(b"".join(bufs))  # at-least-once across a reconnect
+            self._abort_socket(sock, exc)
+            return True
+        if not left:
+            return True
+        self._put_back(b"".join(left))
+        if not self._kicked:
+            self._kicked = True
+            self._kick()
+        return False
 
     def _put_back(self, data: bytes) -> None:
         """A write failed: keep its bytes in front so they go out after reconnect."""
         self._wq[0:0] = [data]
+        self._wq_bytes += len(data)
 
     def _flush_loop(self) -> None:
         ev = self._wevent
@@ -528,22 +669,13 @@ class Connection:
                 ev.wait(_FLUSH_WAIT)
                 continue
             with self._wtoken:
-                data = self._take_pending()
-                if not data:
-                    continue
-                try:
-                    sock.sendall(data)
-                except OSError as exc:
-                    self._put_back(data)
-                    self._abort_socket(sock, exc)
-                    failed = True
-                else:
-                    failed = False
-            if failed:
+                self._write_pending()
+            if self._sock is not sock:
                 ev.wait(_FLUSH_WAIT)
 
     def pending_bytes(self) -> int:
-        return sum(len(b) for b in self._wq[:])
+        """Bytes queued and not yet taken by a writer (exact: counted from the queue)."""
+        return sum(map(len, self._wq[:]))
 
     # -- reading -----------------------------------------------------------
 
@@ -762,7 +894,7 @@ class Connection:
         self._pings_out += 1
         with self._wlock:
             self._pongs.append(None)
-            self._wq.append(commands.PING)
+            self._queue(commands.PING)
         self._kicked = True
         self._kick()
 
@@ -818,7 +950,7 @@ class Connection:
                     continue
                 # The waiter and its PING are queued together so PONGs pair in order.
                 self._pongs.append(p)
-                self._wq.append(commands.PING)
+                self._queue(commands.PING)
             self._kicked = True
             self._kick()
             got = p.lock.acquire(timeout=-1 if left is None else left)
@@ -906,6 +1038,47 @@ def err_to_exception(text: str) -> errors.Error:
     if "maximum payload" in low:
         return errors.MaxPayloadError(f"nats: {text}")
     return errors.Error(f"nats: {text}")
+
+
+def _gather(chunks: list[bytes]) -> list[bytes | memoryview]:
+    """Buffers for one gather write: runs of small frames joined, large ones as they are."""
+    bufs: list[bytes | memoryview] = []
+    small: list[bytes] = []
+    for c in chunks:
+        if len(c) >= GATHER_MIN:
+            if small:
+                bufs.append(small[0] if len(small) == 1 else b"".join(small))
+                small = []
+            bufs.append(c)
+        else:
+            small.append(c)
+    if small:
+        bufs.append(small[0] if len(small) == 1 else b"".join(small))
+    return bufs
+
+
+def _send_bufs(
+    sock: socket.socket, bufs: list[bytes | memoryview], flags: int
+) -> list[bytes | memoryview]:
+    """Write ``bufs`` in order; with ``MSG_DONTWAIT`` return what the socket did not take."""
+    while bufs:
+        try:
+            if _HAS_SENDMSG:
+                sent = sock.sendmsg(bufs[:_IOV_MAX], (), flags)
+            else:
+                sent = sock.send(bufs[0], flags)
+        except BlockingIOError:
+            return bufs
+        # Drop what was written; a partial write leaves the rest of one buffer.
+        while sent:
+            first = bufs[0]
+            if sent >= len(first):
+                sent -= len(first)
+                del bufs[0]
+            else:
+                bufs[0] = memoryview(first)[sent:]
+                sent = 0
+    return bufs
 
 
 def _close_quietly(sock: socket.socket) -> None:
