@@ -32,6 +32,10 @@ else:
     SubState = _impl.delivery.SubState
 
 _route = _impl.delivery.route
+_QUEUED = _impl.writer.QUEUED
+_KICK = _impl.writer.KICK
+_FULL = _impl.writer.FULL
+_TOO_BIG = _impl.writer.TOO_BIG
 
 _status_of = _impl.status.status_of
 _SUBJECT_CACHE_MAX = 4096
@@ -107,6 +111,7 @@ class Client:
         self._callbacks = CallbackRunner("jsclient-callbacks")
         self._timers = Scheduler("jsclient-timers")
         self._conn = Connection(self, opts)
+        self._wq = self._conn._wq  # the write queue, for the publish and ack fast paths
         self._ping_timer: TimerHandle | None = None
         # request/reply mux
         from nats.nuid import NUID
@@ -218,17 +223,30 @@ class Client:
         reply: str | None = None,
         headers: _headers.HeadersIn | None = None,
     ) -> None:
-        """Publish a message. Buffered; ``flush()`` waits until the server has it."""
+        """Publish a message. Buffered; ``flush()`` waits until the server has it.
+
+        The write queue holds at most ``pending_size`` bytes (connect option);
+        beyond that this call writes the queue itself or waits up to
+        ``flush_timeout`` for the flusher, then raises FlushTimeoutError.
+        """
         subj = self._subject_cache.get(subject)
         if subj is None:
             subj = self._subject_bytes(subject)
         conn = self._conn
-        plen = len(payload)
         if reply is None and headers is None:
-            if plen > conn.max_payload:
+            # The hot path: one call encodes, checks and queues the frame.
+            rc = self._wq.pub(subj, payload, conn.max_payload)
+            if rc == _QUEUED:
+                return
+            if rc == _KICK:
+                conn._kick()
+                return
+            plen = len(payload)
+            if rc == _TOO_BIG:
                 raise self._too_big(plen)
             conn.send_counted(b"PUB %s %d\r\n%s\r\n" % (subj, plen, payload), plen)
             return
+        plen = len(payload)
         if reply:
             # Replies are often unique (inboxes): checked, never cached.
             commands.check_subject(reply, "reply subject")
@@ -257,9 +275,13 @@ class Client:
         Every ack subject is unique, so it bypasses the subject cache (it
         would only churn it); the server made it, so it is not re-validated.
         """
-        self._conn.send_counted(
-            b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body)
-        )
+        rc = self._wq.ack(subject, body)
+        if rc == _KICK:
+            self._conn._kick()
+        elif rc == _FULL:
+            self._conn.send_counted(
+                b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body)
+            )
 
     def _publish_raw(self, data: bytes, payload_len: int) -> None:
         """Send an already encoded PUB/HPUB (JetStream fast paths)."""
@@ -646,7 +668,8 @@ class Client:
         deadline = None if timeout is None else time.monotonic() + timeout
         conn = self._conn
         user_subs = [s for s in self._subs.values() if isinstance(s, Subscription)]
-        conn.status = DRAINING if conn.status is CONNECTED else conn.status
+        if conn.status is CONNECTED:
+            conn._set_status(DRAINING)
         try:
             for sub in user_subs:
                 try:

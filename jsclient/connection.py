@@ -4,16 +4,17 @@ Threads:
 
 - reader (``jsclient-reader``): ``recv_into`` a large buffer, parse, route by
   sid. It also performs reconnects. It runs no user code.
-- flusher (``jsclient-flusher``): writers append encoded commands to one
-  ``list`` that is never replaced (``append`` is a single C call, atomic under
-  the GIL, so the hot path takes no lock) and set ``_wevent`` when the
-  flusher is idle; the flusher takes ``q[:n]`` and then ``del q[:n]`` (each
-  one C call; anything appended in between stays), joins the chunks and
-  writes them with one ``sendall``, so many publishes share one syscall and
-  the flusher does no per-message Python work. A ``bytearray`` buffer was
-  measured too: once its front is cut, every growth step re-copies it, about
-  8 bytes copied per byte written at the multi-MB sizes a busy flusher takes,
-  which doubled the cost of a 1 KiB publish.
+- flusher (``jsclient-flusher``): writers append encoded frames to the write
+  queue (:mod:`jsclient.protocol.writer` and its Cython twin, whose calls are
+  each atomic under the GIL, so the hot path takes no lock) and set
+  ``_wevent`` when the flusher is idle; the flusher takes every chunk queued
+  (anything appended meanwhile stays), joins them and writes them with one
+  ``sendall``, so many publishes share one syscall and the flusher does no
+  per-message Python work. Frames with large payloads go out by gather write
+  instead, without the join's copy. A ``bytearray`` buffer was measured too:
+  once its front is cut, every growth step re-copies it, about 8 bytes copied
+  per byte written at the multi-MB sizes a busy flusher takes, which doubled
+  the cost of a 1 KiB publish.
 
   Requests write inline: a thread that is about to wait for a reply anyway
   takes the write token with a *non-blocking* try and, if it gets it, writes
@@ -22,9 +23,9 @@ Threads:
   waiting for another thread's I/O, and no other lock is held across I/O.
 
   Wake-up protocol (no lost wake-ups): the flusher clears the event and the
-  ``_kicked`` flag *before* it looks at the queue; a writer appends *before*
-  it reads ``_kicked``. Either the flusher sees the new item, or the writer
-  sees ``_kicked`` false and sets the event.
+  queue's ``kicked`` flag *before* it looks at the queue; a writer appends
+  *before* it reads ``kicked``. Either the flusher sees the new item, or the
+  writer sees ``kicked`` false and sets the event.
 
 TLS sockets are not safe for a concurrent read and write from two threads
 (OpenSSL forbids it), so over TLS the reader thread also does the writing: it
@@ -55,6 +56,9 @@ from jsclient._version import __version__
 from jsclient.protocol import commands
 
 _parser_mod = _impl.parser
+_writer = _impl.writer
+_KICK = _writer.KICK
+_FULL = _writer.FULL
 OP_MSG = _parser_mod.OP_MSG
 OP_PING = _parser_mod.OP_PING
 OP_PONG = _parser_mod.OP_PONG
@@ -67,7 +71,7 @@ READ_BUFFER = 256 * 1024
 #: Payloads from this size on are written with a gather write (``sendmsg``), not
 #: joined with the frames around them: one copy (into the frame) on their way
 #: to the socket instead of two.
-GATHER_MIN = 16 * 1024
+GATHER_MIN = _impl.writer.GATHER_MIN
 _HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
 #: Inline writers (a caller that writes the queue itself instead of waking the
 #: flusher) need a send that never blocks; where there is none, only the
@@ -233,20 +237,14 @@ class Connection:
         self._parser = _parser_mod.Parser(max_control_line=opts.max_control_line)
         # write side
         self._wlock = threading.Lock()  # state changes and PING/pong pairing only
-        self._wq: list[bytes] = []  # never replaced: writers append, the flusher cuts the front
-        self._wq_bytes = 0  # bytes in _wq (writers add, takers subtract; see send())
-        self._limit = max(1, opts.pending_size)
-        self._big = False  # set when a frame worth a gather write (no join copy) is queued
+        self._wq = _writer.WriteQueue(max(1, opts.pending_size))
         self._room = threading.Condition(threading.Lock())
         self._room_waiters = 0
         self._held = 0  # bytes queued while disconnected (reconnect buffer limit)
-        self._kicked = False
         self._wevent = threading.Event()
         self._wtoken = threading.Lock()  # held by whoever is writing to the socket
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
-        self.out_msgs = 0
-        self.out_bytes = 0
         # ping/pong
         self._pongs: deque[_Pong | None] = deque()
         self._pings_out = 0
@@ -443,12 +441,11 @@ class Connection:
         with self._wlock:
             self._held = 0
             if resubscribe:
-                self._wq[0:0] = [resubscribe]
-                self._wq_bytes += len(resubscribe)
+                self._wq.push_front(resubscribe)
             self._sock = sock
-            self.status = CONNECTED
+            self._set_status(CONNECTED)
         self._connected_event.set()
-        self._kicked = True
+        self._wq.kicked = True
         self._kick()
 
     # -- writing -----------------------------------------------------------
@@ -459,42 +456,47 @@ class Connection:
     # has taken the queue (at most ``flush_timeout``, then FlushTimeoutError
     # and nothing of this message is queued). So a publisher can never be more
     # than one queue ahead of the socket: at most ``pending_size`` bytes wait
-    # here, besides the batch being written. (The ``+=``/``-=`` on
-    # ``_wq_bytes`` from several threads rely on the GIL not switching inside
-    # them, as the other counters here do; several threads publishing at once
-    # may each add one message past the limit.) While disconnected the
+    # here, besides the batch being written. (Several threads publishing at
+    # once may each add one message past the limit.) While disconnected the
     # reconnect buffer limit applies instead.
+
+    @property
+    def out_msgs(self) -> int:
+        return int(self._wq.out_msgs)
+
+    @property
+    def out_bytes(self) -> int:
+        return int(self._wq.out_bytes)
+
+    def _set_status(self, status: str) -> None:
+        self.status = status
+        # The queue takes frames on its fast path only while connected.
+        self._wq.open = status is CONNECTED or status is DRAINING
 
     def send(self, data: bytes) -> None:
         """Queue bytes for the socket (any thread). Raises when closed or the buffer is full."""
-        status = self.status
-        n = len(data)
-        if status is not CONNECTED and status is not DRAINING:
-            self._check_buffer(status, n)
-        elif self._wq_bytes + n > self._limit:
-            self._make_room(n)
-        self._wq.append(data)
-        self._wq_bytes += n
-        if not self._kicked:
-            self._kicked = True
+        rc = self._wq.push(data)
+        if rc == _KICK:
             self._kick()
+        elif rc == _FULL:
+            self._send_slow(data, 0, 0)
 
     def send_counted(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
         """``send`` for ``msgs`` publishes: also counts out_msgs/out_bytes."""
+        rc = self._wq.push(data, payload_len, msgs)
+        if rc == _KICK:
+            self._kick()
+        elif rc == _FULL:
+            self._send_slow(data, payload_len, msgs)
+
+    def _send_slow(self, data: bytes, payload_len: int, msgs: int) -> None:
+        """The queue refused ``data``: disconnected, closed, or full."""
         status = self.status
-        n = len(data)
         if status is not CONNECTED and status is not DRAINING:
-            self._check_buffer(status, n)
-        elif self._wq_bytes + n > self._limit:
-            self._make_room(n)
-        self._wq.append(data)
-        self._wq_bytes += n
-        self.out_msgs += msgs
-        self.out_bytes += payload_len
-        if payload_len >= GATHER_MIN:
-            self._big = True
-        if not self._kicked:
-            self._kicked = True
+            self._check_buffer(status, len(data))
+        else:
+            self._make_room(len(data))
+        if self._wq.push_always(data, payload_len, msgs) == _KICK:
             self._kick()
 
     def send_inline(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
@@ -504,35 +506,32 @@ class Connection:
         batch: saves waking the flusher (it is only kicked when the write
         token is busy, over TLS, or when bytes are left behind).
         """
-        status = self.status
-        n = len(data)
-        if status is not CONNECTED and status is not DRAINING:
-            self._check_buffer(status, n)
-        elif self._wq_bytes + n > self._limit:
-            self._make_room(n)
-        self._wq.append(data)
-        self._wq_bytes += n
-        self.out_msgs += msgs
-        self.out_bytes += payload_len
-        if payload_len >= GATHER_MIN:
-            self._big = True
+        wq = self._wq
+        rc = wq.push(data, payload_len, msgs)
+        if rc == _FULL:
+            self._send_slow(data, payload_len, msgs)
+            return
         if self._is_tls or not _INLINE or not self._wtoken.acquire(False):
-            if not self._kicked:
-                self._kicked = True
+            if rc == _KICK:
                 self._kick()
             return
         try:
             self._write_pending(wait=False)
         finally:
             self._wtoken.release()
-        if self._wq and not self._kicked:
-            self._kicked = True
+        if rc == _KICK:
+            wq.kicked = False  # our claim to wake the flusher: written here instead
+        # Cleared before looking, as the flusher does: a frame queued meanwhile
+        # is seen here, or its writer saw the flag clear and woke the flusher.
+        if len(wq) and not wq.kicked:
+            wq.kicked = True
             self._kick()
 
     def _make_room(self, n: int) -> None:
         """The queue is full: write it from this thread, or wait until it was taken."""
+        wq = self._wq
         deadline: float | None = None
-        while self._wq_bytes and self._wq_bytes + n > self._limit:
+        while wq.nbytes and wq.nbytes + n > wq.limit:
             status = self.status
             if status is not CONNECTED and status is not DRAINING:
                 self._check_buffer(status, n)  # disconnected meanwhile: the reconnect buffer
@@ -550,19 +549,18 @@ class Connection:
                 deadline = now + self.opts.flush_timeout
             elif now >= deadline:
                 raise errors.FlushTimeoutError(
-                    f"nats: the write queue ({self._wq_bytes} bytes, pending_size "
-                    f"{self._limit}) was not written within flush_timeout "
+                    f"nats: the write queue ({wq.nbytes} bytes, pending_size "
+                    f"{wq.limit}) was not written within flush_timeout "
                     f"{self.opts.flush_timeout} s; this message was not sent"
                 )
-            if not self._kicked:
-                self._kicked = True
-                self._kick()
+            wq.kicked = True
+            self._kick()
             with self._room:
                 # Counted before the check, and takers subtract before they look
                 # at the count: either they see this waiter or it sees the room.
                 self._room_waiters += 1
                 try:
-                    if self._wq_bytes and self._wq_bytes + n > self._limit:
+                    if wq.nbytes and wq.nbytes + n > wq.limit:
                         self._room.wait(min(deadline - now, _FLUSH_WAIT))
                 finally:
                     self._room_waiters -= 1
@@ -586,24 +584,16 @@ class Connection:
             self._wevent.set()
 
     def _queue(self, data: bytes) -> None:
-        """Append bytes that bypass the limits (PING, resubscriptions); caller kicks."""
-        self._wq.append(data)
-        self._wq_bytes += len(data)
+        """Queue bytes that bypass the limits (PING); the caller wakes the writer."""
+        self._wq.push_always(data)
 
     def _take_chunks(self) -> tuple[list[bytes], int]:
         """Take everything queued (writers may keep appending meanwhile) and its size."""
-        q = self._wq
-        n = len(q)
-        if n == 0:
-            return [], 0
-        chunks = q[:n]
-        del q[:n]
-        size = len(chunks[0]) if n == 1 else sum(map(len, chunks))
-        self._wq_bytes -= size
-        if self._room_waiters:
+        taken: tuple[list[bytes], int] = self._wq.take()
+        if taken[1] and self._room_waiters:
             with self._room:
                 self._room.notify_all()
-        return chunks, size
+        return taken
 
     def _take_pending(self) -> bytes:
         """Everything queued as one bytes object (the TLS writer's form)."""
@@ -623,14 +613,14 @@ class Connection:
         sock = self._sock
         if sock is None:
             return True
+        big = self._wq.big  # read before take() clears it
         chunks, _ = self._take_chunks()
         if not chunks:
             return True
         if len(chunks) == 1:
             bufs: list[bytes | memoryview] = [chunks[0]]
-        elif self._big and _HAS_SENDMSG:
+        elif big and _HAS_SENDMSG:
             # Large frames go to the kernel as they are (no join copy).
-            self._big = False
             bufs = _gather(chunks)
         else:
             bufs = [b"".join(chunks)]
@@ -646,24 +636,22 @@ class Connection:
         if not left:
             return True
         self._put_back(b"".join(left))
-        if not self._kicked:
-            self._kicked = True
-            self._kick()
+        self._wq.kicked = True
+        self._kick()
         return False
 
     def _put_back(self, data: bytes) -> None:
         """A write failed: keep its bytes in front so they go out after reconnect."""
-        self._wq[0:0] = [data]
-        self._wq_bytes += len(data)
+        self._wq.push_front(data)
 
     def _flush_loop(self) -> None:
         ev = self._wevent
-        buf = self._wq
+        wq = self._wq
         while True:
             ev.clear()
-            self._kicked = False
+            wq.kicked = False
             sock = self._sock
-            if not buf or sock is None:
+            if not len(wq) or sock is None:
                 if self.status is CLOSED:
                     return
                 ev.wait(_FLUSH_WAIT)
@@ -674,8 +662,8 @@ class Connection:
                 ev.wait(_FLUSH_WAIT)
 
     def pending_bytes(self) -> int:
-        """Bytes queued and not yet taken by a writer (exact: counted from the queue)."""
-        return sum(map(len, self._wq[:]))
+        """Bytes queued and not yet taken by a writer."""
+        return int(self._wq.nbytes)
 
     # -- reading -----------------------------------------------------------
 
@@ -753,7 +741,7 @@ class Connection:
         try:
             while self._sock is sock and self.status is not CLOSED:
                 if not out:
-                    self._kicked = False
+                    self._wq.kicked = False
                     out = self._take_pending()
                 wlist = [sock] if out else []
                 if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
@@ -812,9 +800,9 @@ class Connection:
                 return
             self._sock = None
             if self.status is not CLOSED:
-                self.status = RECONNECTING
+                self._set_status(RECONNECTING)
             # What is still queued counts toward the reconnect buffer.
-            self._held = sum(len(b) for b in self._wq[:])
+            self._held = int(self._wq.nbytes)
         self._connected_event.clear()
         _close_quietly(sock)
         self._parser.reset()
@@ -895,7 +883,7 @@ class Connection:
         with self._wlock:
             self._pongs.append(None)
             self._queue(commands.PING)
-        self._kicked = True
+        self._wq.kicked = True
         self._kick()
 
     def on_pong(self) -> None:
@@ -951,7 +939,7 @@ class Connection:
                 # The waiter and its PING are queued together so PONGs pair in order.
                 self._pongs.append(p)
                 self._queue(commands.PING)
-            self._kicked = True
+            self._wq.kicked = True
             self._kick()
             got = p.lock.acquire(timeout=-1 if left is None else left)
             if not got:
@@ -968,11 +956,11 @@ class Connection:
             return
         if self.status is CONNECTED or self.status is DRAINING:
             deadline = time.monotonic() + flush_timeout
-            while self._wq and time.monotonic() < deadline and self._sock is not None:
+            while len(self._wq) and time.monotonic() < deadline and self._sock is not None:
                 self._kick()
                 time.sleep(0.005)
         with self._wlock:
-            self.status = CLOSED
+            self._set_status(CLOSED)
             sock = self._sock
             self._sock = None
         self._closing.set()
