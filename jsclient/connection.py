@@ -1051,7 +1051,7 @@ def _send_bufs(
     """Write ``bufs`` in order; with ``MSG_DONTWAIT`` return what the socket did not take."""
     while bufs:
         try:
-            if _HAS_SENDMSG:
+            if _HAS_SENDMSG and len(bufs) > 1:
                 sent = sock.sendmsg(bufs[:_IOV_MAX], (), flags)
             else:
                 sent = sock.send(bufs[0], flags)
