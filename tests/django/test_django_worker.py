@@ -152,15 +152,17 @@ def test_sigterm_mid_stream_then_restart_handles_each_message_once(
     )
     assert second.stop(signal.SIGINT) == 0, second.log()
 
-    keys = list(Handled.objects.values_list("key", flat=True))
+    logs = f"first worker:\n{first.log()}\nsecond worker:\n{second.log()}"
+    rows = list(Handled.objects.values_list("key", "stream_seq", "delivered", "pid"))
+    keys = [r[0] for r in rows]
     assert len(set(keys)) == total
-    twice = sorted({k for k in keys if keys.count(k) > 1})
-    assert twice == [], f"handled twice: {twice[:10]}"
-    pids = set(Handled.objects.values_list("pid", flat=True))
-    assert pids == {first.proc.pid, second.proc.pid}
+    twice = sorted(r for r in rows if keys.count(r[0]) > 1)
+    assert twice == [], f"handled twice: {twice[:10]}\n{logs}"
+    pids = {r[3] for r in rows}
+    assert pids == {first.proc.pid, second.proc.pid}, logs
     # Everything was acked: nothing is left for the consumer.
     info = get_jetstream().consumer(jobs, "jobs").info()
-    assert info.num_ack_pending == 0 and info.num_pending == 0
+    assert (info.num_ack_pending, info.num_pending) == (0, 0), logs
 
 
 def test_second_signal_exits_at_once(jobs: str, spawn: Callable[..., WorkerProcess]) -> None:

@@ -20,12 +20,14 @@ SLEEP = float(os.environ.get("JSCLIENT_TEST_HANDLER_SLEEP", "0"))
     stream="JOBS",
     durable="jobs",
     filter_subject="jobs.>",
-    max_messages=50,
+    max_messages=20,
     threads=2,
     nak_delay=0.5,
     # Short, so a message the server sent as the pull inbox closed comes back
-    # soon after the restart; well above a handler's run time.
-    config={"ack_wait": 3.0},
+    # soon after the restart, yet well above the time a message waits in the
+    # buffer plus its handling on a loaded machine (else the server would
+    # redeliver a message still waiting: handled twice, by design).
+    config={"ack_wait": 10.0},
 )
 def handle_job(msg: Msg) -> None:
     if SLEEP:
