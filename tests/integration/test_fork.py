@@ -57,6 +57,9 @@ def test_child_gets_forked_error_and_parent_is_untouched(nats_server: NatsServer
         js.publish("forkjs.a", b"stored")
         consumer = js.create_consumer("FORK", durable_name="d", ack_policy="explicit")
         held = consumer.next(timeout=5)  # received in the parent, acked by nobody yet
+        push = js.subscribe("forkjs.>", durable="push", manual_ack=True)
+        pushed = push.next_msg(timeout=5)
+        pulled = js.pull_subscribe("forkjs.>", durable="legacy")
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child
@@ -76,6 +79,9 @@ def test_child_gets_forked_error_and_parent_is_untouched(nats_server: NatsServer
                     "fetch": lambda: list(consumer.fetch(1, expires=0.5)),
                     "ack": lambda: held.ack(),
                     "next_msg": lambda: sub.next_msg(timeout=0.5),
+                    "push_next_msg": lambda: push.next_msg(timeout=0.5),
+                    "push_unsubscribe": lambda: push.unsubscribe(),
+                    "pull_subscribe_fetch": lambda: pulled.fetch(1, timeout=0.5),
                     "unsubscribe": lambda: sub.unsubscribe(),
                     "drain": lambda: nc.drain(timeout=0.5),
                     "close": lambda: nc.close(),
@@ -118,6 +124,8 @@ def test_child_gets_forked_error_and_parent_is_untouched(nats_server: NatsServer
         with pytest.raises(errors.TimeoutError):
             sub.next_msg(timeout=0.2)
         held.ack_sync(timeout=5)  # the child's ack attempt sent nothing
+        pushed.ack_sync(timeout=5)
+        assert [m.data for m in pulled.fetch(1, timeout=5)] == [b"stored"]
         ack = js.publish("forkjs.c", b"parent")
         assert ack.seq == 2  # the child's js publishes stored nothing
         assert nc.stats["reconnects"] == 0 and nc.is_connected
