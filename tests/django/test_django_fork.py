@@ -11,9 +11,17 @@ import multiprocessing
 import os
 from typing import Any
 
+import pytest
+
 from jsclient import Client, errors
 from jsclient.contrib.django import get_connection, get_jetstream
 from jsclient.server import NatsServer
+
+# Forking a process that has threads (the client's, the server launcher's) is
+# what these tests are about; Python 3.12+ warns about it.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded:DeprecationWarning"
+)
 
 
 def _child_get_jetstream(inherited: Client, q: Any) -> None:  # pragma: no cover - child

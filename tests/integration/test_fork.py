@@ -24,6 +24,12 @@ import jsclient
 from jsclient import errors
 from jsclient.server import NatsServer
 
+# Forking a process that has threads (the client's, the server launcher's) is
+# what these tests are about; Python 3.12+ warns about it.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded:DeprecationWarning"
+)
+
 
 def _wait_child(pid: int, timeout: float = 30.0) -> int:
     deadline = time.monotonic() + timeout

@@ -82,9 +82,14 @@ class ConsumerRunner:
             )
             t.start()
             self._handlers.append(t)
-        self._cc = consumer.consume(
-            self._dispatch, max_messages=self.spec.max_messages, error_cb=self._warn
-        )
+        try:
+            self._cc = consumer.consume(
+                self._dispatch, max_messages=self.spec.max_messages, error_cb=self._warn
+            )
+        except BaseException:
+            self._stopping = True
+            self.stopped()  # the handler threads get their stop marks
+            raise
         spec = self.spec
         log.info(
             "consumer %s: stream %s, durable %s, filter %s, %d thread(s), buffer %d -> %s",
