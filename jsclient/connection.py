@@ -90,6 +90,9 @@ CONNECTED = "CONNECTED"
 RECONNECTING = "RECONNECTING"
 DRAINING = "DRAINING"
 CLOSED = "CLOSED"
+# A copy of the connection in a child process after os.fork(): it must never
+# touch the socket it shares with the parent (see jsclient/_fork.py).
+FORKED = "FORKED"
 
 
 @dataclass
@@ -222,6 +225,7 @@ class Connection:
         self._owner = owner
         self.opts = opts
         self.status = CONNECTING
+        self.pid = os.getpid()  # the process that owns the socket
         self.server_info: dict[str, Any] = {}
         self.max_payload = 1024 * 1024
         self.connected_url: str | None = None
@@ -568,6 +572,8 @@ class Connection:
     def _check_buffer(self, status: str, size: int) -> None:
         if status is CLOSED:
             raise errors.ConnectionClosedError()
+        if status is FORKED:
+            raise self.forked_error()
         if self._held + size > self.opts.reconnect_buffer_size:
             raise errors.OutboundBufferLimitError()
         self._held += size
@@ -920,6 +926,7 @@ class Connection:
     def flush(self, timeout: float | None) -> None:
         """PING and wait for its PONG; across a reconnect, ping again on the new socket."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        self.check_owner()
         while True:
             if self.status is CLOSED:
                 raise errors.ConnectionClosedError()
@@ -948,11 +955,49 @@ class Connection:
                 return
             # The connection dropped before the PONG: try again once reconnected.
 
+    # -- fork safety --------------------------------------------------------
+
+    def forked_error(self) -> errors.ForkedConnectionError:
+        return errors.ForkedConnectionError(self.pid, os.getpid())
+
+    def check_owner(self) -> None:
+        """Raise ForkedConnectionError in a process other than the one that connected.
+
+        The fork hook normally marks the copy already; the pid comparison also
+        catches a fork that bypassed Python's at-fork hooks.
+        """
+        if self.status is FORKED:
+            raise self.forked_error()
+        if self.pid != os.getpid():
+            self.after_fork_in_child()
+            if self.status is FORKED:
+                raise self.forked_error()
+
+    def after_fork_in_child(self) -> None:
+        """In a forked child: mark this copy forked and drop the child's descriptors.
+
+        Only this process's copies of the descriptors are closed (no
+        ``shutdown``, no bytes): the parent's socket is untouched. The threads
+        do not exist in the child, and their locks may be held forever, so
+        nothing here takes a lock or waits.
+        """
+        if self.status is CLOSED or self.status is FORKED:
+            return
+        self.status = FORKED
+        socks = (self._sock, self._wake_r, self._wake_w)
+        self._sock = self._wake_r = self._wake_w = None
+        for s in socks:
+            if s is not None:
+                _close_quietly(s)
+
     # -- closing ------------------------------------------------------------
 
     def close(self, flush_timeout: float = 1.0) -> None:
         """Flush what is buffered (best effort), then tear down sockets and threads."""
         if self.status is CLOSED:
+            return
+        if self.status is FORKED or self.pid != os.getpid():
+            self.after_fork_in_child()
             return
         if self.status is CONNECTED or self.status is DRAINING:
             deadline = time.monotonic() + flush_timeout

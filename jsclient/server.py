@@ -185,7 +185,15 @@ def _track(server: NatsServer) -> None:
         _live.add(server)
         if not _atexit_registered:
             atexit.register(_kill_all)
+            os.register_at_fork(after_in_child=_forget_all_in_child)
             _atexit_registered = True
+
+
+def _forget_all_in_child() -> None:
+    # A forked child that exits normally must not stop its parent's servers.
+    global _live_lock
+    _live_lock = threading.Lock()
+    _live.clear()
 
 
 def _untrack(server: NatsServer) -> None:
