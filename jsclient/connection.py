@@ -983,7 +983,7 @@ class Connection:
         """
         if self.status is CLOSED or self.status is FORKED:
             return
-        self.status = FORKED
+        self._set_status(FORKED)
         socks = (self._sock, self._wake_r, self._wake_w)
         self._sock = self._wake_r = self._wake_w = None
         for s in socks:
