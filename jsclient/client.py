@@ -56,18 +56,33 @@ class _InternalSub(SubState):
 
 
 class _Reply:
-    """A request waiting for its response: a pre-acquired lock released by the reader."""
+    """A request waiting for its response: a pre-acquired lock released when it is settled.
 
-    __slots__ = ("lock", "msg")
+    ``deliver`` (the reply, or None when the connection closed) sets ``done``;
+    ``wake`` with ``lead`` set hands the waiting thread the reading role (see
+    Connection.await_reply). Either may find the lock released already (a
+    leader's own routing delivers to it), so a second release is ignored.
+    """
+
+    __slots__ = ("done", "lead", "lock", "msg")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.lock.acquire()
         self.msg: Msg | None = None
+        self.done = False
+        self.lead = False
 
     def deliver(self, msg: Msg | None) -> None:
         self.msg = msg
-        self.lock.release()
+        self.done = True
+        self.wake()
+
+    def wake(self) -> None:
+        try:
+            self.lock.release()
+        except RuntimeError:
+            pass  # released already
 
 
 class _Waiter(Protocol):
@@ -474,8 +489,9 @@ class Client:
         # No fork check of its own: a forked connection refuses the write below.
         waiter = _Reply()
         hdr = _headers.encode(headers) if headers else None
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         token = self._send_request(subject, payload, hdr, waiter, inline=True)
-        if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+        if not self._conn.await_reply(waiter, deadline):
             self._resp_map.pop(token, None)
             raise errors.TimeoutError()
         msg = waiter.msg
