@@ -691,3 +691,87 @@ def soak(n: int = 1_000_000, sample_every: int = 100_000, timeout: float = 900.0
     if count[0] < n:
         figs["problems"].append(f"consumed {count[0]} of {n}")
     return figs
+
+
+# -- thread stress ---------------------------------------------------------------------
+
+
+def thread_stress(
+    per_thread: int = 2_000, publishers: int = 8, ackers: int = 4, timeout: float = 120.0
+) -> Figures:
+    """``publishers`` threads publish (async, acked) and ``ackers`` threads fetch and
+    ack, all on one connection, with ``sys.setswitchinterval(1e-6)`` so the GIL
+    changes hands as often as it can. No deadlock, nothing lost or doubled, every
+    thread ends."""
+    import sys
+
+    n = per_thread * publishers
+    figs: Figures = {"scenario": "thread stress", "n": n, "problems": []}
+    deadline = time.monotonic() + timeout
+    old = sys.getswitchinterval()
+    with NatsServer(jetstream=True) as srv:
+        nc = _connect(srv.url)
+        try:
+            js = nc.jetstream(publish_async_max_pending=1000)
+            js.create_stream(name="STRESS", subjects=["stress.>"], storage="memory")
+            js.create_consumer("STRESS", durable_name="D", ack_wait=60.0, max_ack_pending=-1)
+            got: list[bytes] = []
+            pub_errors: list[BaseException] = []
+            lock = threading.Lock()
+
+            def publish(k: int) -> None:
+                futs = []
+                for i in range(per_thread):
+                    if time.monotonic() > deadline:
+                        return
+                    futs.append(js.publish_async("stress.x", b"%d-%d" % (k, i)))
+                for f in futs:
+                    try:
+                        f.result(max(0.1, deadline - time.monotonic()))
+                    except Exception as exc:
+                        with lock:
+                            pub_errors.append(exc)
+
+            def ack() -> None:
+                cons = js.consumer("STRESS", "D")
+                while time.monotonic() < deadline:
+                    with lock:
+                        if len(got) >= n:
+                            return
+                    for msg in cons.fetch(100, expires=0.5):
+                        msg.ack()
+                        with lock:
+                            got.append(msg.data)
+
+            threads = [
+                threading.Thread(target=publish, args=(k,), name=f"rel-pub-{k}")
+                for k in range(publishers)
+            ] + [threading.Thread(target=ack, name=f"rel-ack-{k}") for k in range(ackers)]
+            t0 = time.monotonic()
+            sys.setswitchinterval(1e-6)
+            try:
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(max(0.1, deadline - time.monotonic()))
+            finally:
+                sys.setswitchinterval(old)
+            figs["seconds"] = round(time.monotonic() - t0, 1)
+            stuck = [t.name for t in threads if t.is_alive()]
+            for t in threads:
+                t.join(10)  # the deadline ends every loop
+            distinct = set(got)
+            figs.update(consumed=len(got), distinct=len(distinct), stuck_threads=stuck)
+            figs["publish_errors"] = len(pub_errors)
+            if stuck:
+                figs["problems"].append(f"threads still running at the deadline: {stuck}")
+            if pub_errors:
+                figs["problems"].append(f"{len(pub_errors)} publishes failed: {pub_errors[:3]}")
+            if len(got) != n or len(distinct) != n:
+                figs["problems"].append(f"consumed {len(got)} ({len(distinct)} distinct) of {n}")
+            info = js.consumer("STRESS", "D").info()
+            if not _wait(lambda: _settled(js.consumer("STRESS", "D")), 10, 0.05):
+                figs["problems"].append(f"unacked at the end: {info.num_ack_pending}")
+        finally:
+            nc.close()
+    return figs
