@@ -289,6 +289,23 @@ class Client:
         pending_bytes_limit: int = 64 * 1024 * 1024,
     ) -> Subscription:
         """Subscribe; with ``cb`` messages go to a callback on a dispatcher thread."""
+        sub: Subscription = self._subscribe_as(
+            Subscription, subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit
+        )
+        return sub
+
+    def _subscribe_as(
+        self,
+        cls: Callable[..., Subscription],
+        subject: str,
+        queue: str | None,
+        cb: Callable[[Msg], Any] | None,
+        max_msgs: int,
+        pending_msgs_limit: int,
+        pending_bytes_limit: int,
+        **extra: Any,
+    ) -> Any:
+        """``subscribe`` with a Subscription subclass (``extra`` goes to its constructor)."""
         commands.check_subject(subject)
         if queue is not None:
             commands.check_subject(queue, "queue group")
@@ -296,8 +313,16 @@ class Client:
             raise errors.Error("nats: cb must be callable")
         self._check_open()
         sid = next(self._sid)
-        sub = Subscription(
-            self, sid, subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit
+        sub = cls(
+            self,
+            sid,
+            subject,
+            queue,
+            cb,
+            max_msgs,
+            pending_msgs_limit,
+            pending_bytes_limit,
+            **extra,
         )
         self._subs[sid] = sub
         cmd = commands.sub(subject, queue, sid)
@@ -313,6 +338,19 @@ class Client:
         self._subs[sid] = _InternalSub(sid, subject, handler)
         self._conn.send(commands.sub(subject, None, sid))
         return sid
+
+    def _move_subscription(self, sub: Any, subject: str) -> None:
+        """Re-point a subscription at another subject, keeping its sid and queue.
+
+        Messages the server already sent for the old subject may still arrive
+        (with the same sid); the subscription must tell them apart itself.
+        """
+        commands.check_subject(subject)
+        sub.subject = subject
+        sid: int = sub.sid
+        registered = self._subs.get(sid) is sub
+        if registered and not self.is_closed:
+            self._conn.send(commands.unsub(sid) + commands.sub(subject, sub.queue, sid))
 
     def _unsubscribe_internal(self, sid: int) -> None:
         if self._subs.pop(sid, None) is not None and not self.is_closed:
@@ -513,7 +551,10 @@ class Client:
 
     def _on_slow(self, sub: Subscription) -> None:
         """Reader thread: a subscription started dropping messages."""
-        self._report_error(errors.SlowConsumerError(sub.subject, sub.sid, sub._dropped))
+        exc = errors.SlowConsumerError(sub.subject, sub.sid, sub._dropped)
+        # A JetStream subscription with an error callback of its own gets it there.
+        report = getattr(sub, "_report", None) or self._report_error
+        report(exc)
 
     def _on_max_msgs(self, sub: Subscription) -> None:
         """Reader thread: a subscription reached its auto-unsubscribe count."""
