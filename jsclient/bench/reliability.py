@@ -24,6 +24,7 @@ bounded in count and in time.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -298,8 +299,8 @@ def _publisher_run(
 def kill9_consume(
     mode: str, n: int = 20_000, kills: int = 2, down: float = 0.3, timeout: float = 120.0
 ) -> Figures:
-    """Consume ``n`` stored messages (``mode``: ``"consume"``, ``"messages"``, ``"ordered"``)
-    while the server is SIGKILLed and restarted ``kills`` times."""
+    """Consume ``n`` stored messages (``mode``: ``"consume"``, ``"messages"``, ``"ordered"``,
+    ``"pull_subscribe"``) while the server is SIGKILLed and restarted ``kills`` times."""
     figs: Figures = {"scenario": f"kill -9 during {mode}", "n": n, "kills": 0, "problems": []}
     deadline = time.monotonic() + timeout
     with NatsServer(jetstream=True) as srv:
@@ -327,6 +328,14 @@ def kill9_consume(
             t.start()
             if mode == "ordered":
                 _ordered_run(js, n, seen, deadline, figs)
+            elif mode == "pull_subscribe":
+                psub = js.pull_subscribe(
+                    SUBJECT,
+                    "P",
+                    stream="REL",
+                    config={"ack_wait": 2.0, "max_ack_pending": -1},
+                )
+                _fetch_loop_run(psub, n, seen, deadline, figs)
             else:
                 cons = js.create_consumer("REL", durable_name="D", ack_wait=2.0, max_ack_pending=-1)
                 _acking_run(js, cons, mode, n, seen, lock, deadline, figs)
@@ -375,9 +384,30 @@ def _acking_run(
         figs["problems"].append("messages left unacked at the end")
 
 
+def _fetch_loop_run(psub: Any, n: int, seen: list[int], deadline: float, figs: Figures) -> None:
+    """The legacy ADR-13 loop: ``fetch(batch, timeout)``, ack each, until all are acked."""
+    while time.monotonic() < deadline:
+        if len(set(seen)) >= n and _settled(psub):
+            break
+        try:
+            batch = psub.fetch(100, timeout=1.0)
+        except errors.Error:
+            continue  # a timeout, or the server down
+        for msg in batch:
+            seen.append(int(msg.data))
+            msg.ack()
+    distinct = set(seen)
+    figs.update(consumed=len(seen), distinct=len(distinct), redelivered=len(seen) - len(distinct))
+    if len(distinct) != n:
+        figs["problems"].append(f"consumed {len(distinct)} of {n} distinct messages")
+    if not _settled(psub):
+        figs["problems"].append("messages left unacked at the end")
+
+
 def _settled(cons: Any) -> bool:
     try:
-        info = cons.info()
+        # a Consumer has info(), a legacy pull subscription consumer_info()
+        info = cons.consumer_info() if hasattr(cons, "consumer_info") else cons.info()
     except errors.Error:
         return False
     return bool(info.num_ack_pending == 0 and info.num_pending == 0)
@@ -775,3 +805,67 @@ def thread_stress(
         finally:
             nc.close()
     return figs
+
+
+# -- the long form -------------------------------------------------------------------------
+
+
+def scenarios(quick: bool = False) -> list[tuple[str, Callable[[], Figures]]]:
+    """The long form's scenarios at full size (``quick``: about a tenth)."""
+    from jsclient.bench.fuzz import fuzz
+
+    k = 10 if quick else 1
+    out: list[tuple[str, Callable[[], Figures]]] = []
+    for mode in ("publish_async", "publisher"):
+        out.append((f"kill9-{mode}", functools.partial(kill9_publish, mode, 100_000 // k, 3)))
+    for mode in ("consume", "messages", "ordered", "pull_subscribe"):
+        out.append((f"kill9-{mode}", functools.partial(kill9_consume, mode, 50_000 // k, 3)))
+    for fault in ("stepdown", "kill_leader", "kill_connected"):
+        fn = functools.partial(cluster_publish, fault, 100_000 // k)
+        out.append((f"cluster-publish-{fault}", fn))
+    for fault in ("stepdown", "kill_leader", "kill_connected"):
+        fn = functools.partial(cluster_consume, fault, 50_000 // k)
+        out.append((f"cluster-consume-{fault}", fn))
+    for mode in ("stall", "half_open"):
+        out.append((f"network-{mode}", functools.partial(stale_detection, mode)))
+    out.append(("thread-stress", lambda: thread_stress(10_000 // k)))
+    out.append(("soak", lambda: soak(1_000_000 // k, 100_000 // k)))
+
+    def fuzzing() -> Figures:
+        t0 = time.monotonic()
+        figs: Figures = {"scenario": "fuzz parsers and decoders (both twins)", "problems": []}
+        try:
+            figs.update(fuzz(frames=1_000_000 // k, seconds=900.0))
+        except AssertionError as exc:
+            figs["problems"].append(str(exc))
+        figs["seconds"] = round(time.monotonic() - t0, 1)
+        return figs
+
+    out.append(("fuzz", fuzzing))
+    return out
+
+
+def run(
+    quick: bool = False, only: list[str] | None = None, out: Callable[[str], None] = print
+) -> list[Figures]:
+    """Run the scenarios one after another and print one line of figures each."""
+    results: list[Figures] = []
+    for name, fn in scenarios(quick):
+        if only and name not in only:
+            continue
+        t0 = time.monotonic()
+        try:
+            figs = fn()
+        except Exception as exc:  # a scenario that could not run is a problem too
+            figs = {"scenario": name, "problems": [f"{type(exc).__name__}: {exc}"]}
+        figs["name"] = name
+        figs["wall_s"] = round(time.monotonic() - t0, 1)
+        results.append(figs)
+        shown = ", ".join(
+            f"{k}={v}" for k, v in figs.items() if k not in ("scenario", "name", "problems")
+        )
+        verdict = "ok" if not figs["problems"] else "PROBLEMS: " + "; ".join(figs["problems"])
+        out(f"{name:<26} {verdict}\n    {figs['scenario']}: {shown}")
+    bad = sum(1 for f in results if f["problems"])
+    out(f"{len(results)} scenarios, {bad} with problems")
+    return results
