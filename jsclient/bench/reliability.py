@@ -306,7 +306,7 @@ def kill9_consume(
     with NatsServer(jetstream=True) as srv:
         nc = _connect(srv.url)
         try:
-            js = nc.jetstream(publish_async_max_pending=4000)
+            js = nc.jetstream(publish_async_max_pending=4000, publish_async_stall_wait=30.0)
             js.create_stream(name="REL", subjects=["rel.>"], storage="file")
             for i in range(n):
                 js.publish_async(SUBJECT, b"%d" % i)
@@ -355,22 +355,25 @@ def _acking_run(
     deadline: float,
     figs: Figures,
 ) -> None:
+    distinct: set[int] = set()
+
     def handle(msg: Msg) -> None:
         with lock:
             seen.append(int(msg.data))
+            distinct.add(seen[-1])
         msg.ack()
 
     if mode == "consume":
         cc = cons.consume(handle, max_messages=500, expires=2.0, error_cb=lambda e: None)
         try:
-            _wait(lambda: len(set(seen)) >= n, deadline - time.monotonic(), 0.02)
+            _wait(lambda: len(distinct) >= n, deadline - time.monotonic(), 0.02)
             _wait(lambda: _settled(cons), max(0.1, deadline - time.monotonic()), 0.1)
         finally:
             cc.stop()
     else:
         with cons.messages(max_messages=500, expires=2.0, error_cb=lambda e: None) as it:
             while time.monotonic() < deadline:
-                if len(set(seen)) >= n and _settled(cons):
+                if len(distinct) >= n and _settled(cons):
                     break
                 try:
                     handle(it.next(timeout=0.5))
@@ -386,8 +389,9 @@ def _acking_run(
 
 def _fetch_loop_run(psub: Any, n: int, seen: list[int], deadline: float, figs: Figures) -> None:
     """The legacy ADR-13 loop: ``fetch(batch, timeout)``, ack each, until all are acked."""
+    distinct: set[int] = set()
     while time.monotonic() < deadline:
-        if len(set(seen)) >= n and _settled(psub):
+        if len(distinct) >= n and _settled(psub):
             break
         try:
             batch = psub.fetch(100, timeout=1.0)
@@ -395,8 +399,8 @@ def _fetch_loop_run(psub: Any, n: int, seen: list[int], deadline: float, figs: F
             continue  # a timeout, or the server down
         for msg in batch:
             seen.append(int(msg.data))
+            distinct.add(seen[-1])
             msg.ack()
-    distinct = set(seen)
     figs.update(consumed=len(seen), distinct=len(distinct), redelivered=len(seen) - len(distinct))
     if len(distinct) != n:
         figs["problems"].append(f"consumed {len(distinct)} of {n} distinct messages")
@@ -554,6 +558,7 @@ def cluster_consume(fault: str, n: int = 20_000, timeout: float = 120.0) -> Figu
     figs: Figures = {"scenario": f"cluster {fault} during consume", "n": n, "problems": []}
     deadline = time.monotonic() + timeout
     with _cluster_stream() as (cluster, nc, js):
+        js = nc.jetstream(publish_async_max_pending=4000, publish_async_stall_wait=30.0)
         for i in range(n):
             js.publish_async(SUBJECT, b"%d" % i)
         js.publish_async_complete(timeout=60)
@@ -563,9 +568,12 @@ def cluster_consume(fault: str, n: int = 20_000, timeout: float = 120.0) -> Figu
         times: list[float] = []
         lock = threading.Lock()
 
+        got: set[int] = set()
+
         def handle(msg: Msg) -> None:
             with lock:
                 seen.append(int(msg.data))
+                got.add(seen[-1])
                 times.append(time.monotonic())
             msg.ack()
 
@@ -573,7 +581,7 @@ def cluster_consume(fault: str, n: int = 20_000, timeout: float = 120.0) -> Figu
         try:
             _wait(lambda: len(seen) >= n // 3, deadline - time.monotonic(), 0.005)
             t_fault = _inject(cluster, nc, fault, victim)
-            _wait(lambda: len(set(seen)) >= n, deadline - time.monotonic(), 0.02)
+            _wait(lambda: len(got) >= n, deadline - time.monotonic(), 0.02)
             _restore(cluster, victim, fault)
             _wait(lambda: _settled(cons), max(0.1, deadline - time.monotonic()), 0.1)
         finally:
