@@ -192,7 +192,7 @@ class FaultProxy(_Stoppable):
                 data = src.recv(size)
                 if not data:
                     return
-                if mode == "half_open":
+                if self.mode == "half_open":  # re-read: it may have changed during recv
                     continue
                 dst.sendall(data)
                 self.forwarded += len(data)
