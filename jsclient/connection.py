@@ -1274,6 +1274,12 @@ def err_to_exception(text: str) -> errors.Error:
         return errors.StaleConnectionError(f"nats: {text}")
     if "maximum payload" in low:
         return errors.MaxPayloadError(f"nats: {text}")
+    if low.startswith("permissions violation"):
+        # Permissions Violation for Publish to "subject" (or Subscription to ...)
+        words = text.split(None, 5)
+        op = words[3].lower() if len(words) > 3 else ""
+        subject = words[5].strip().strip('"') if len(words) > 5 else ""
+        return errors.PermissionViolationError(f"nats: {text}", op, subject)
     return errors.Error(f"nats: {text}")
 
 

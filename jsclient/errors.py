@@ -216,6 +216,22 @@ class SlowConsumerError(Error, _ne.SlowConsumerError):
         self.sub = None  # type: ignore[assignment]
 
 
+class PermissionViolationError(Error):
+    """The server refused an operation for lack of permission (``-ERR 'Permissions
+    Violation for Publish to "x"'``). The connection stays open.
+
+    ``operation`` is ``"publish"`` or ``"subscription"`` (as the server words
+    it, lower-cased; "" if unknown) and ``subject`` the subject refused.
+    """
+
+    default_message = "nats: permissions violation"
+
+    def __init__(self, message: str | None = None, operation: str = "", subject: str = "") -> None:
+        Error.__init__(self, message)
+        self.operation = operation
+        self.subject = subject
+
+
 # --------------------------------------------------------------------------
 # JetStream
 
