@@ -493,6 +493,10 @@ class Client:
         token = self._send_request(subject, payload, hdr, waiter, inline=True)
         if not self._conn.await_reply(waiter, deadline):
             self._resp_map.pop(token, None)
+            if self.is_closed:
+                # close() may not have reached this waiter yet (a thread that was
+                # reading for its reply sees the socket go first).
+                raise errors.ConnectionClosedError()
             raise errors.TimeoutError()
         msg = waiter.msg
         if msg is None:
