@@ -97,6 +97,27 @@ def _seqs(msgs: list[Msg]) -> list[int]:
     return [m.metadata.sequence.stream for m in msgs]
 
 
+class Background:
+    """Runs ``fn`` on a thread; ``join`` returns what it returned, ``error`` what it raised."""
+
+    def __init__(self, fn: Any) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(fn,), name="test-fetch")
+        self.thread.start()
+
+    def _run(self, fn: Any) -> None:
+        try:
+            self.result = fn()
+        except BaseException as exc:
+            self.error = exc
+
+    def join(self, timeout: float = 5.0) -> Any:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the fetch did not end"
+        return self.result
+
+
 def _expect_timeout(psub: PullSubscription, timeout: float) -> None:
     with pytest.raises(errors.TimeoutError):
         psub.fetch(1, timeout=timeout)
@@ -297,20 +318,11 @@ def test_every_sequence_exactly_once_across_timeouts_and_mixed_batches(
 def test_consumer_deleted_during_a_fetch(js: JetStream, observe: Any) -> None:
     psub = js.pull_subscribe("s.a", "d")
     obs = observe("d")
-    box: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            psub.fetch(5, timeout=10.0)
-        except BaseException as exc:
-            box.append(exc)
-
-    t = threading.Thread(target=run)
-    t.start()
+    fetch = Background(lambda: psub.fetch(5, timeout=10.0))
     obs.take(2)
     js.delete_consumer("S", "d")
-    t.join(5)
-    assert len(box) == 1 and isinstance(box[0], errors.ConsumerDeletedError)
+    fetch.join()
+    assert isinstance(fetch.error, errors.ConsumerDeletedError)
 
 
 def test_exceeded_max_request_batch_is_a_typed_error(js: JetStream) -> None:
@@ -370,22 +382,13 @@ def test_error_statuses_end_the_fetch(
 ) -> None:
     psub = js.pull_subscribe("s.a", "d")
     obs = observe("d")
-    box: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            psub.fetch(5, timeout=10.0)
-        except BaseException as exc:
-            box.append(exc)
-
-    t = threading.Thread(target=run)
-    t.start()
+    fetch = Background(lambda: psub.fetch(5, timeout=10.0))
     (_, (reply, _)) = obs.take(2)
     obs.status(reply, line)
-    t.join(5)
-    assert len(box) == 1 and type(box[0]) is error, box
+    fetch.join()
+    assert type(fetch.error) is error, fetch.error
     if code is not None:
-        assert getattr(box[0], "status", None) == code
+        assert getattr(fetch.error, "status", None) == code
 
 
 def test_heartbeat_status_does_not_end_the_fetch(js: JetStream, observe: Any) -> None:
@@ -442,17 +445,7 @@ def test_fetch_pulls_again_after_a_reconnect(
     nats_server: NatsServer, nc: jsclient.Client, js: JetStream
 ) -> None:
     psub = js.pull_subscribe("s.a", "d")
-    got: list[Msg] = []
-    box: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            got.extend(psub.fetch(1, timeout=20.0))
-        except BaseException as exc:
-            box.append(exc)
-
-    t = threading.Thread(target=run)
-    t.start()
+    fetch = Background(lambda: psub.fetch(1, timeout=20.0))
     time.sleep(0.3)  # the long pull is waiting on the server
     nats_server.kill()
     nats_server.start()
@@ -461,8 +454,8 @@ def test_fetch_pulls_again_after_a_reconnect(
         time.sleep(0.02)
     t0 = time.monotonic()
     js.publish("s.a", b"after restart", timeout=10.0)
-    t.join(10)
-    assert not box and [m.data for m in got] == [b"after restart"]
+    got = fetch.join(10)
+    assert fetch.error is None and [m.data for m in got] == [b"after restart"]
     assert time.monotonic() - t0 < 5.0  # not left waiting out the 20 s
 
 
