@@ -5,15 +5,20 @@ stream's ``[first_seq, last_seq]`` by ``startSeq``/``endSeq`` and by
 ``startTime``/``endTime`` (resolved to sequences with a short-lived consumer
 that starts at that time), then splits it into contiguous inclusive ranges.
 
-Reading a range (on an executor) uses an ordered pull consumer (ack policy
-none, memory storage) that starts at the range's first sequence and pulls at
-most what is left of the range per request, so it reads little past the end.
-It stops at the range's last sequence, or when the server says nothing is
-pending (``num_pending == 0`` in the last message's metadata). Deleted
-messages and messages outside the subject filter are simply never delivered.
-Sequence and timestamp come from the ``$JS.ACK`` reply subject, parsed by the
-(C-accelerated) jsack twin; user headers are decoded only for messages that
-have them, keeping every value of a multi-valued header.
+Reading a range (on an executor) uses an ephemeral pull consumer (ack policy
+none, memory storage, one replica) that starts at the range's first sequence
+and pulls at most what is left of the range per request, so it reads little
+past the end; the next pull goes out before the Arrow arrays of the last one
+are built. It stops at the range's last sequence, or when the server says
+nothing is pending (``num_pending == 0`` in the last message's metadata).
+Deleted messages and messages outside the subject filter are simply never
+delivered. Like an ordered consumer it checks that consumer sequences have no
+gap and recreates the consumer after the last sequence it kept when one does
+(or when the consumer is lost); it does this itself rather than through
+``OrderedConsumer`` because it parses each reply subject once for both the
+order check and the row (sequence, timestamp, pending), which is a third of
+the per-message cost. User headers are decoded only for messages that have
+them, keeping every value of a multi-valued header.
 
 Every wait is bounded: connecting by the connect timeout, API requests by the
 request timeout, each pull by ``fetchTimeout`` (plus the client's guard), and
@@ -132,23 +137,39 @@ def split(
     return ranges
 
 
+def _consumer_config(opts: ReadOptions, **start: Any) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "ack_policy": "none",
+        "mem_storage": True,
+        "num_replicas": 1,
+        "max_deliver": -1,
+        "inactive_threshold": max(60.0, 2 * opts.stall_timeout),
+        **start,
+    }
+    if len(opts.subjects) == 1:
+        cfg["filter_subject"] = opts.subjects[0]
+    elif opts.subjects:
+        cfg["filter_subjects"] = list(opts.subjects)
+    return cfg
+
+
 def first_seq_at(js: Any, opts: ReadOptions, t_ns: int) -> int | None:
     """The sequence of the first message (matching the filter) stored at or after ``t_ns``."""
-    oc = js.ordered_consumer(
+    consumer = js.create_consumer(
         opts.stream,
-        filter_subjects=list(opts.subjects) or None,
-        deliver_policy="by_start_time",
-        opt_start_time=format_time_ns(t_ns),
-        inactive_threshold=30.0,
-        max_reset_attempts=1,
+        **_consumer_config(
+            opts, deliver_policy="by_start_time", opt_start_time=format_time_ns(t_ns)
+        ),
     )
     try:
-        for msg in oc.fetch_no_wait(1):
+        if consumer.cached_info.num_pending == 0:
+            return None
+        for msg in consumer.fetch(1, expires=opts.fetch_timeout):
             seq: int = _parse_jsack(msg.reply)[3]
             return seq
         return None
     finally:
-        _delete_quietly(oc)
+        _delete_quietly(consumer)
 
 
 def plan_ranges(js: Any, opts: ReadOptions) -> tuple[list[SeqRange], StreamState]:
@@ -274,100 +295,142 @@ def _read(
                 f"{opts.stream!r} were removed (purge, limits or deletes) before the query "
                 "read them; set failOnDataLoss=false to skip them"
             )
-    oc = js.ordered_consumer(
-        opts.stream,
-        filter_subjects=list(opts.subjects) or None,
-        deliver_policy="by_start_sequence",
-        opt_start_seq=start,
-        inactive_threshold=max(60.0, 2 * opts.stall_timeout),
-        max_reset_attempts=3,
-    )
+    reader = _RangeReader(js, opts, rng, schema)
     try:
-        info = oc.cached_info
-        if info is not None and info.num_pending == 0:
-            return
-        yield from _pull_range(oc, opts, rng, schema)
+        yield from reader.batches()
     finally:
-        _delete_quietly(oc)
+        reader.close()
 
 
-def _pull_range(oc: Any, opts: ReadOptions, rng: SeqRange, schema: pa.Schema) -> Iterator[Any]:
-    stream, end, pull = rng.stream, rng.end, rng.pull
-    t_lo = opts.start_time_ns
-    t_hi = opts.end_time_ns
-    timed = t_lo is not None or t_hi is not None
-    lo_ns = t_lo if t_lo is not None else -1
-    hi_ns = t_hi if t_hi is not None else 1 << 80
-    max_bytes = opts.max_batch_bytes
-    parse = _parse_jsack
-    decode = _decode_headers
-    rows = _Rows()
-    last = rng.start - 1
-    stalled_since: float | None = None
-    batch = oc.fetch(max(1, min(pull, end - last)), expires=opts.fetch_timeout)
-    finished = False
-    while not finished:
-        count = 0
-        subjects, seqs, times = rows.subjects, rows.seqs, rows.times
-        datas, hdrs = rows.datas, rows.hdrs
-        nbytes = rows.nbytes
-        for msg in batch:
-            count += 1
-            _s, _c, _d, sseq, _cs, ts, pending, _dom = parse(msg.reply)
-            if sseq > end:
-                finished = True
-                break
-            last = sseq
-            if not timed or lo_ns <= ts <= hi_ns:
-                data = msg.data
-                subjects.append(msg.subject)
-                seqs.append(sseq)
-                times.append(ts)
-                datas.append(data)
-                raw = msg.raw_headers
-                if raw is None:
-                    hdrs.append(None)
+class _RangeReader:
+    """Reads one range with an ephemeral consumer, recreated after a gap or its loss."""
+
+    def __init__(self, js: Any, opts: ReadOptions, rng: SeqRange, schema: pa.Schema) -> None:
+        self.js = js
+        self.opts = opts
+        self.rng = rng
+        self.schema = schema
+        self.last = rng.start - 1  # stream sequence of the last message kept
+        self.consumer: Any = None
+        self.cseq = 0  # consumer sequence of that message, in the current consumer
+        self.resets = 0
+
+    def _create(self) -> bool:
+        """A consumer starting after ``last``; False when it has nothing to deliver."""
+        old, self.consumer = self.consumer, None
+        if old is not None:
+            _delete_quietly(old)
+        self.consumer = self.js.create_consumer(
+            self.opts.stream,
+            **_consumer_config(
+                self.opts, deliver_policy="by_start_sequence", opt_start_seq=self.last + 1
+            ),
+        )
+        self.cseq = 0
+        return bool(self.consumer.cached_info.num_pending)
+
+    def _reset(self, why: object) -> bool:
+        self.resets += 1
+        if self.resets > 3 + self.rng.end - self.rng.start:  # cannot loop forever
+            raise errors.SparkReadError(f"jetstream: consumer keeps losing messages: {why}")
+        log.info("jetstream: recreating the consumer after sequence %d: %s", self.last, why)
+        return self._create()
+
+    def _fetch(self) -> Any:
+        n = max(1, min(self.rng.pull, self.rng.end - self.last))
+        return self.consumer.fetch(n, expires=self.opts.fetch_timeout)
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            _delete_quietly(self.consumer)
+            self.consumer = None
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        if not self._create():
+            return
+        opts, rng, schema = self.opts, self.rng, self.schema
+        stream, end, pull = rng.stream, rng.end, rng.pull
+        t_lo, t_hi = opts.start_time_ns, opts.end_time_ns
+        timed = t_lo is not None or t_hi is not None
+        lo_ns = t_lo if t_lo is not None else -1
+        hi_ns = t_hi if t_hi is not None else 1 << 80
+        max_bytes = opts.max_batch_bytes
+        parse = _parse_jsack
+        decode = _decode_headers
+        rows = _Rows()
+        stalled_since: float | None = None
+        batch = self._fetch()
+        finished = False
+        while not finished:
+            count = 0
+            gap: object = None
+            name, cseq, last = self.consumer.name, self.cseq, self.last
+            subjects, seqs, times = rows.subjects, rows.seqs, rows.times
+            datas, hdrs = rows.datas, rows.hdrs
+            nbytes = rows.nbytes
+            for msg in batch:
+                _s, consumer, _d, sseq, mseq, ts, pending, _dom = parse(msg.reply)
+                if mseq != cseq + 1 or consumer != name:
+                    gap = f"consumer sequence {mseq} after {cseq} ({consumer})"
+                    break
+                cseq = mseq
+                count += 1
+                if sseq > end:
+                    finished = True
+                    break
+                last = sseq
+                if not timed or lo_ns <= ts <= hi_ns:
+                    data = msg.data
+                    subjects.append(msg.subject)
+                    seqs.append(sseq)
+                    times.append(ts)
+                    datas.append(data)
+                    raw = msg.raw_headers
+                    hdrs.append(None if raw is None else list(decode(raw)[2].items()) or None)
+                    nbytes += len(data)
+                if sseq >= end or pending == 0:
+                    finished = True
+                    break
+            self.cseq, self.last = cseq, last
+            rows.nbytes = nbytes
+            if not finished:
+                error = batch.error
+                if gap is not None or isinstance(
+                    error, errors.ConsumerDeletedError | errors.NoRespondersError
+                ):
+                    finished = not self._reset(gap or error)
+                elif count:
+                    stalled_since = None
+                elif self._nothing_pending(batch):
+                    finished = True
                 else:
-                    hdrs.append(list(decode(raw)[2].items()) or None)
-                nbytes += len(data)
-            if sseq >= end or pending == 0:
-                finished = True
-                break
-        rows.nbytes = nbytes
-        if not finished:
-            if count:
-                stalled_since = None
-            elif _nothing_pending(oc, batch):
-                finished = True
-            else:
-                now = time.monotonic()
-                if stalled_since is None:
-                    stalled_since = now
-                elif now - stalled_since > opts.stall_timeout:
-                    raise errors.SparkReadError(
-                        f"jetstream: no progress reading stream {stream!r} after sequence "
-                        f"{last} (range {rng.start}..{end}) for {opts.stall_timeout:g} s"
-                        + (f": {batch.error}" if batch.error is not None else "")
-                    )
-        if not finished:
-            # Ask for the next messages before building Arrow arrays, so the
-            # server streams them while this thread converts.
-            batch = oc.fetch(max(1, min(pull, end - last)), expires=opts.fetch_timeout)
-        if rows.seqs and (finished or len(rows) >= pull or rows.nbytes >= max_bytes):
-            out = _to_batch(rows, stream, schema)
-            rows = _Rows()
-            yield out
-    if rows.seqs:
-        yield _to_batch(rows, stream, schema)
+                    now = time.monotonic()
+                    if stalled_since is None:
+                        stalled_since = now
+                    elif now - stalled_since > opts.stall_timeout:
+                        raise errors.SparkReadError(
+                            f"jetstream: no progress reading stream {stream!r} after sequence "
+                            f"{self.last} (range {rng.start}..{end}) for "
+                            f"{opts.stall_timeout:g} s" + (f": {error}" if error else "")
+                        )
+            if not finished:
+                # Ask for the next messages before building Arrow arrays, so the
+                # server streams them while this thread converts.
+                batch = self._fetch()
+            if rows.seqs and (finished or len(rows) >= pull or rows.nbytes >= max_bytes):
+                out = _to_batch(rows, stream, schema)
+                rows = _Rows()
+                yield out
+        if rows.seqs:
+            yield _to_batch(rows, stream, schema)
 
-
-def _nothing_pending(oc: Any, batch: Any) -> bool:
-    """After an empty pull: is there really nothing left (or did the pull just fail)?"""
-    if batch.error is not None:
-        log.debug("jetstream: pull ended with %s", batch.error)
-        return False
-    try:
-        return bool(oc.info().num_pending == 0)
-    except errors.Error as exc:
-        log.debug("jetstream: consumer info failed: %s", exc)
-        return False
+    def _nothing_pending(self, batch: Any) -> bool:
+        """After an empty pull: is there really nothing left (or did the pull just fail)?"""
+        if batch.error is not None:
+            log.debug("jetstream: pull ended with %s", batch.error)
+            return False
+        try:
+            return bool(self.consumer.info().num_pending == 0)
+        except errors.Error as exc:
+            log.debug("jetstream: consumer info failed: %s", exc)
+            return False
