@@ -146,7 +146,7 @@ class _Publisher:
         )
         text = (
             f"jetstream: writing {self.where} to {self.opts.conn.safe_servers} failed after "
-            f"{r.acked} of {self.rows} rows were acked ({r.published} new, "
+            f"{r.acked} of {self.rows} rows read were acked ({r.published} new, "
             f"{r.duplicates} duplicates): {what}" + (f": {cause}" if cause is not None else "")
         )
         return errors.SparkWriteError(text + window, r.published, r.duplicates)
@@ -199,6 +199,7 @@ class _Publisher:
         prefix = self.prefix
         row = self.rows
         for i in range(n):
+            self.rows = row + 1
             subj = subject if subjects is None else subjects[i]
             if not subj:
                 raise self.fail(f"row {row} has no subject (set the 'subject' option or column)")
@@ -211,7 +212,6 @@ class _Publisher:
                 if value is None or value == "":
                     raise self.fail(f"row {row} has no message id in column {plan.msg_id!r}")
                 mid = str(value)
-            self.rows = row + 1
             if row == 0:
                 # The first publish waits for its ack: a missing stream, a
                 # refused subject or a wrong expected stream fails right here.
