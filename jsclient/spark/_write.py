@@ -110,7 +110,8 @@ def _payloads(batch: pa.RecordBatch, plan: WritePlan) -> list[Any]:
     col = _column(batch, plan.data)
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         col = col.cast(pa.binary())  # UTF-8 bytes, no Python str per row
-    return col.to_pylist()
+    values: list[Any] = col.to_pylist()
+    return values
 
 
 def _headers(values: list[Any], multi: bool) -> list[Any]:

@@ -51,7 +51,7 @@ class _Opts:
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.raw = lower_keys(options)
 
-    def str(self, name: str, default: str | None = None) -> str | None:
+    def text(self, name: str, default: str | None = None) -> str | None:
         value = self.raw.get(name.lower())
         if value is None or value.strip() == "":
             return default
@@ -62,7 +62,7 @@ class _Opts:
         return value if value else None
 
     def opt_int(self, name: str, minimum: int = 0) -> int | None:
-        text = self.str(name)
+        text = self.text(name)
         if text is None:
             return None
         # ASCII digits only: int() would also take " 5", "+5", "1_0" and other scripts' digits.
@@ -77,12 +77,12 @@ class _Opts:
             )
         return value
 
-    def int(self, name: str, default: int, minimum: int = 0) -> int:
+    def integer(self, name: str, default: int, minimum: int = 0) -> int:
         value = self.opt_int(name, minimum)
         return default if value is None else value
 
-    def float(self, name: str, default: float, minimum: float = 0.0) -> float:
-        text = self.str(name)
+    def seconds(self, name: str, default: float, minimum: float = 0.0) -> float:
+        text = self.text(name)
         if text is None:
             return default
         try:
@@ -96,8 +96,8 @@ class _Opts:
             )
         return value
 
-    def bool(self, name: str, default: bool) -> bool:
-        text = self.str(name)
+    def flag(self, name: str, default: bool) -> bool:
+        text = self.text(name)
         if text is None:
             return default
         low = text.lower()
@@ -110,7 +110,7 @@ class _Opts:
         )
 
     def time_ns(self, name: str) -> int | None:
-        text = self.str(name)
+        text = self.text(name)
         if text is None:
             return None
         return parse_time_ns(text, name)
@@ -188,32 +188,32 @@ class ConnectionOptions:
     @classmethod
     def parse(cls, options: Mapping[str, Any] | _Opts) -> ConnectionOptions:
         o = options if isinstance(options, _Opts) else _Opts(options)
-        servers = o.str("servers") or o.str("url") or DEFAULT_SERVERS
-        cert, key = o.str("tlsCertFile"), o.str("tlsKeyFile")
+        servers = o.text("servers") or o.text("url") or DEFAULT_SERVERS
+        cert, key = o.text("tlsCertFile"), o.text("tlsKeyFile")
         if (cert is None) != (key is None):
             raise errors.SparkOptionError(
                 "jetstream: options 'tlsCertFile' and 'tlsKeyFile' go together"
             )
-        domain, prefix = o.str("jsDomain"), o.str("apiPrefix")
+        domain, prefix = o.text("jsDomain"), o.text("apiPrefix")
         if domain and prefix:
             raise errors.SparkOptionError("jetstream: give 'jsDomain' or 'apiPrefix', not both")
         return cls(
             servers=servers,
-            name=o.str("connectionName", "jsclient-spark") or "jsclient-spark",
-            user=o.str("user"),
+            name=o.text("connectionName", "jsclient-spark") or "jsclient-spark",
+            user=o.text("user"),
             password=o.secret("password"),
             token=o.secret("token"),
-            creds=o.str("creds"),
+            creds=o.text("creds"),
             nkey_seed=o.secret("nkeySeed"),
-            tls_ca_file=o.str("tlsCaFile"),
+            tls_ca_file=o.text("tlsCaFile"),
             tls_cert_file=cert,
             tls_key_file=key,
-            tls_hostname=o.str("tlsHostname"),
-            tls_handshake_first=o.bool("tlsHandshakeFirst", False),
-            connect_timeout=o.float("connectTimeout", 2.0),
-            request_timeout=o.float("requestTimeout", 5.0),
-            max_reconnects=o.int("maxReconnects", 3),
-            reconnect_wait=o.float("reconnectWait", 0.5),
+            tls_hostname=o.text("tlsHostname"),
+            tls_handshake_first=o.flag("tlsHandshakeFirst", False),
+            connect_timeout=o.seconds("connectTimeout", 2.0),
+            request_timeout=o.seconds("requestTimeout", 5.0),
+            max_reconnects=o.integer("maxReconnects", 3),
+            reconnect_wait=o.seconds("reconnectWait", 0.5),
             domain=domain,
             api_prefix=prefix,
         )
@@ -298,7 +298,7 @@ class ReadOptions:
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> ReadOptions:
         o = _Opts(options)
-        stream = o.str("stream") or o.str("path")
+        stream = o.text("stream") or o.text("path")
         if not stream:
             raise errors.SparkOptionError(
                 "jetstream: option 'stream' is required to read (or pass it to load())"
@@ -314,17 +314,17 @@ class ReadOptions:
         return cls(
             conn=ConnectionOptions.parse(o),
             stream=stream,
-            subjects=_subjects(o.str("subject") or o.str("subjects")),
+            subjects=_subjects(o.text("subject") or o.text("subjects")),
             start_seq=start_seq,
             end_seq=end_seq,
             start_time_ns=start_t,
             end_time_ns=end_t,
             partitions=o.opt_int("partitions", 1) or o.opt_int("numPartitions", 1),
-            max_messages_per_partition=o.int("maxMessagesPerPartition", 100_000, 1),
-            batch_size=o.int("batchSize", 10_000, 1),
-            max_batch_bytes=o.int("maxBatchBytes", 32 * 1024 * 1024, 1),
-            fetch_timeout=o.float("fetchTimeout", 5.0),
-            stall_timeout=o.float("stallTimeout", 30.0),
+            max_messages_per_partition=o.integer("maxMessagesPerPartition", 100_000, 1),
+            batch_size=o.integer("batchSize", 10_000, 1),
+            max_batch_bytes=o.integer("maxBatchBytes", 32 * 1024 * 1024, 1),
+            fetch_timeout=o.seconds("fetchTimeout", 5.0),
+            stall_timeout=o.seconds("stallTimeout", 30.0),
         )
 
 
@@ -341,7 +341,7 @@ class StreamReadOptions:
     def parse(cls, options: Mapping[str, Any]) -> StreamReadOptions:
         o = _Opts(options)
         read = ReadOptions.parse(options)
-        starting = o.str("startingOffsets")
+        starting = o.text("startingOffsets")
         if starting is None:
             if read.start_seq is not None:
                 starting = str(read.start_seq)
@@ -357,7 +357,7 @@ class StreamReadOptions:
             read=read,
             starting=low,
             max_messages_per_trigger=o.opt_int("maxMessagesPerTrigger", 1),
-            fail_on_data_loss=o.bool("failOnDataLoss", True),
+            fail_on_data_loss=o.flag("failOnDataLoss", True),
         )
 
 
@@ -379,7 +379,7 @@ class WriteOptions:
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> WriteOptions:
         o = _Opts(options)
-        subject = o.str("subject")
+        subject = o.text("subject")
         if subject is not None and not _valid_publish_subject(subject):
             raise errors.SparkOptionError(
                 f"jetstream: option 'subject' must be a subject to publish to "
@@ -388,14 +388,14 @@ class WriteOptions:
         return cls(
             conn=ConnectionOptions.parse(o),
             subject=subject,
-            stream=o.str("stream") or o.str("path"),
-            msg_id_column=o.str("msgIdColumn"),
-            write_id=o.str("writeId"),
-            sink_id=o.str("sinkId"),
-            publish_window=o.int("publishWindow", 4000, 1),
-            publish_timeout=o.float("publishTimeout", 30.0),
-            publish_retries=o.int("publishRetries", 3, 0),
-            ignore_extra_columns=o.bool("ignoreExtraColumns", False),
+            stream=o.text("stream") or o.text("path"),
+            msg_id_column=o.text("msgIdColumn"),
+            write_id=o.text("writeId"),
+            sink_id=o.text("sinkId"),
+            publish_window=o.integer("publishWindow", 4000, 1),
+            publish_timeout=o.seconds("publishTimeout", 30.0),
+            publish_retries=o.integer("publishRetries", 3, 0),
+            ignore_extra_columns=o.flag("ignoreExtraColumns", False),
         )
 
 

@@ -209,13 +209,15 @@ def plan_write(schema: StructType, opts: WriteOptions) -> WritePlan:
     headers = by_name.get("headers")
     if headers is not None:
         t = headers.dataType
-        ok = isinstance(t, MapType) and isinstance(t.keyType, StringType)
-        if ok and isinstance(t.valueType, ArrayType):
-            ok = isinstance(t.valueType.elementType, StringType)
-            multi = True
-        elif ok:
-            ok = isinstance(t.valueType, StringType)
-        if not ok:
+        value = t.valueType if isinstance(t, MapType) else None
+        multi = isinstance(value, ArrayType)
+        if isinstance(value, ArrayType):
+            value = value.elementType
+        if not (
+            isinstance(t, MapType)
+            and isinstance(t.keyType, StringType)
+            and isinstance(value, StringType)
+        ):
             raise errors.SparkOptionError(
                 "jetstream: column 'headers' must be map<string,string> or "
                 f"map<string,array<string>>, not {t.simpleString()}"

@@ -93,6 +93,7 @@ def spark_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     # module pyspark_jetstream is importable but hidden from pkgutil, which
     # Spark's auto-discovery scans (an installed wheel has no such problem;
     # tests/packaging checks it). Both must be set before the JVM starts.
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP", "PYTHONPATH")}
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     path = os.environ.get("PYTHONPATH", "")
@@ -119,3 +120,8 @@ def spark_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield spark
     finally:
         spark.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
