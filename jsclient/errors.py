@@ -384,9 +384,7 @@ class SparkWriteError(JetStreamError):
 
     default_message = "jetstream: write failed"
 
-    def __init__(
-        self, message: str | None = None, published: int = 0, duplicates: int = 0
-    ) -> None:
+    def __init__(self, message: str | None = None, published: int = 0, duplicates: int = 0) -> None:
         JetStreamError.__init__(self, message)
         self.published = published
         self.duplicates = duplicates

@@ -193,8 +193,13 @@ def main(url: str | None, count: int) -> int:
     import jsclient
     from jsclient.server import NatsServer
 
+    import jsclient.spark
+
     print(f"jsclient {jsclient.__version__}: PySpark data source 'jetstream' demo")
     spark = local_session()
+    # Spark finds the source by itself when jsclient is installed from a wheel;
+    # registering also covers editable (development) installs.
+    jsclient.spark.register(spark)
     try:
         import pyspark
 
