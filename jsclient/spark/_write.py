@@ -83,20 +83,9 @@ class WriteResult:
         return self.published + self.duplicates
 
 
-class _Pending:
-    """One message whose ack is outstanding (kept so it can be re-sent as is)."""
-
-    __slots__ = ("data", "fut", "headers", "msg_id", "row", "subject")
-
-    def __init__(
-        self, fut: Any, row: int, subject: str, data: bytes, headers: Any, msg_id: str
-    ) -> None:
-        self.fut = fut
-        self.row = row
-        self.subject = subject
-        self.data = data
-        self.headers = headers
-        self.msg_id = msg_id
+# One message whose ack is outstanding, kept so it can be re-sent as is:
+# (future, row index, subject, data, headers, msg id). A tuple: one per row.
+_Pending = tuple[Any, int, str, bytes, Any, str]
 
 
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
@@ -195,14 +184,16 @@ class _Publisher:
         )
         ids = _column(batch, plan.msg_id).to_pylist() if plan.msg_id else None
         stream = opts.stream
-        js = self.js
+        publish = self.js.publish_async
         pending = self.pending
+        append = pending.append
         prefix = self.prefix
-        row = self.rows
+        first = self.rows
         for i in range(n):
-            self.rows = row + 1
+            row = first + i
             subj = subject if subjects is None else subjects[i]
             if not subj:
+                self.rows = row + 1
                 raise self.fail(f"row {row} has no subject (set the 'subject' option or column)")
             data = datas[i] or b""
             hdrs = None if headers is None else headers[i]
@@ -211,29 +202,32 @@ class _Publisher:
             else:
                 value = ids[i]
                 if value is None or value == "":
+                    self.rows = row + 1
                     raise self.fail(f"row {row} has no message id in column {plan.msg_id!r}")
                 mid = str(value)
             if row == 0:
                 # The first publish waits for its ack: a missing stream, a
                 # refused subject or a wrong expected stream fails right here.
+                self.rows = 1
                 self.result.add(self._publish_sync(subj, data, hdrs, mid, row))
-            else:
-                try:
-                    fut = js.publish_async(
-                        subj, data, headers=hdrs, msg_id=mid, expected_stream=stream
-                    )
-                except errors.TooManyStalledMsgsError as exc:
-                    raise self.fail(
-                        f"no ack for {opts.publish_timeout:g} s with "
-                        f"{opts.publish_window} publishes in flight",
-                        exc,
-                    ) from exc
-                except errors.BadSubjectError as exc:
-                    raise self.fail(f"row {row} has an invalid subject {subj!r}", exc) from exc
-                pending.append(_Pending(fut, row, subj, data, hdrs, mid))
-            row += 1
-            if len(pending) >= _SETTLE_EVERY and pending[0].fut.done():
+                continue
+            try:
+                fut = publish(subj, data, headers=hdrs, msg_id=mid, expected_stream=stream)
+            except errors.TooManyStalledMsgsError as exc:
+                self.rows = row + 1
+                raise self.fail(
+                    f"no ack for {opts.publish_timeout:g} s with "
+                    f"{opts.publish_window} publishes in flight",
+                    exc,
+                ) from exc
+            except errors.BadSubjectError as exc:
+                self.rows = row + 1
+                raise self.fail(f"row {row} has an invalid subject {subj!r}", exc) from exc
+            append((fut, row, subj, data, hdrs, mid))
+            if len(pending) >= _SETTLE_EVERY and pending[0][0].done():
+                self.rows = row + 1
                 self._settle(block=False)
+        self.rows = first + n
 
     def _publish_sync(self, subj: str, data: bytes, hdrs: Any, mid: str, row: int) -> Any:
         opts = self.opts
@@ -264,10 +258,9 @@ class _Publisher:
     def _settle(self, block: bool) -> None:
         """Count finished publishes (all of them when ``block``); re-send lost ones."""
         pending = self.pending
-        result = self.result
+        add = self.result.add
         while pending:
-            p = pending[0]
-            fut = p.fut
+            fut, row, subj, data, hdrs, mid = pending[0]
             if not fut.done():
                 if not block:
                     return
@@ -275,18 +268,17 @@ class _Publisher:
                 # still open had no ack within publishTimeout. Send it again
                 # (same id: stored at most once) and wait for that ack.
                 pending.popleft()
-                log.info("jetstream: re-sending row %d (%s): no ack", p.row, p.msg_id)
-                result.add(self._publish_sync(p.subject, p.data, p.headers, p.msg_id, p.row))
+                log.info("jetstream: re-sending row %d (%s): no ack", row, mid)
+                add(self._publish_sync(subj, data, hdrs, mid, row))
                 continue
             pending.popleft()
-            exc = fut.exception(timeout=0)
-            if exc is None:
-                result.add(fut.result(timeout=0))
-            elif isinstance(exc, _RETRYABLE):
-                log.info("jetstream: re-sending row %d (%s): %s", p.row, p.msg_id, exc)
-                result.add(self._publish_sync(p.subject, p.data, p.headers, p.msg_id, p.row))
-            else:
-                raise self.fail(f"publishing row {p.row} to {p.subject!r}", exc)
+            try:
+                add(fut.result(timeout=0))
+            except _RETRYABLE as exc:
+                log.info("jetstream: re-sending row %d (%s): %s", row, mid, exc)
+                add(self._publish_sync(subj, data, hdrs, mid, row))
+            except errors.Error as exc:
+                raise self.fail(f"publishing row {row} to {subj!r}", exc) from exc
 
 
 def publish_batches(

@@ -191,9 +191,8 @@ def _all(js: Any, stream: str) -> list[Any]:
 def main(url: str | None, count: int) -> int:
     """The CLI entry: embedded server unless ``url``, a local session, the demo."""
     import jsclient
-    from jsclient.server import NatsServer
-
     import jsclient.spark
+    from jsclient.server import NatsServer
 
     print(f"jsclient {jsclient.__version__}: PySpark data source 'jetstream' demo")
     spark = local_session()
