@@ -12,14 +12,17 @@ data source, alternating and repeated:
   ``.mode("append").save()`` to an empty stream, until every PubAck is in.
 
 Each format is warmed up with a small read and write first (the first Python
-data source job of a JVM pays for class loading and worker start). Rows/s are
-medians over ``--repeat`` runs; each ratio is jsclient / a peer from the same
-run. The peers live in ``benchmarks/spark_peer.py``: ``natspy`` is the minimal
-nats-py data source (row tuples and ``Row`` objects, Spark's plain interface),
-``natspy_arrow`` the same client code behind the Arrow interface that
-``jetstream`` uses. Spark, its Python workers, nats-server and the clients
-share the machine's cores, so run it on a quiet machine and compare ratios,
-not absolute rates.
+data source job of a JVM pays for class loading and worker start). Rows/s
+are medians over ``--repeat`` runs. Each ratio is jsclient / a peer: the
+ratio of the medians, and the median of the ratios of each run (a run
+measures all three sources back to back, so load from other work on the
+machine hits them alike; that ratio is the steadier figure on a busy
+machine). The peers live in ``benchmarks/spark_peer.py``: ``natspy`` is the
+minimal nats-py data source (row tuples and ``Row`` objects, Spark's plain
+interface), ``natspy_arrow`` the same client code behind the Arrow interface
+that ``jetstream`` uses. Spark, its Python workers, nats-server and the
+clients share the machine's cores, so run it on a quiet machine and compare
+ratios, not absolute rates.
 """
 
 from __future__ import annotations
@@ -177,6 +180,15 @@ def main() -> int:
             f"{direction:<10} {ours:>16,.0f} {peer:>15,.0f} {ours / peer:>6.2f}x"
             f" {arrow:>21,.0f} {ours / arrow:>6.2f}x"
         )
+    print("\nmedian of the per-run ratios (jsclient / peer, each run measured back to back):")
+    for direction in ("read", "write"):
+        ours_runs = results[("jetstream", direction)]
+        for peer_fmt in ("natspy", "natspy_arrow"):
+            ratios = [a / b for a, b in zip(ours_runs, results[(peer_fmt, direction)], strict=True)]
+            print(
+                f"  {direction:<6} vs {FORMATS[peer_fmt]:<14} {statistics.median(ratios):>6.2f}x"
+                f"   runs: {' '.join(f'{r:.1f}' for r in ratios)}"
+            )
     print("(medians; the machine's cores are shared by Spark, nats-server and both clients)")
     return 0
 

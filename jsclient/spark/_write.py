@@ -9,19 +9,19 @@ prefix names the write (or streaming batch) and the Spark partition. A retried
 task therefore re-sends the same ids and JetStream drops what it already
 stored, within the stream's duplicate window.
 
-The first row of a task is published synchronously, so a missing stream or a
-permission problem fails at once with the server's answer; the rest go out
-with ``publish_async`` and at most ``publishWindow`` acks outstanding. A
-publish whose ack was lost (timeout, disconnect) is sent again with the same
-id, up to ``publishRetries`` times. The task returns only when every message
-is acked, so Spark's commit means "all of it is stored".
+The first row of a task waits for its ack, so a missing stream or a refused
+subject fails at once with the server's answer; the rest go out in batches
+through an :class:`~jsclient.spark._publish.AckWindow`, with at most
+``publishWindow`` acks outstanding. A publish whose ack was lost (no stream
+answered yet, a disconnect, no ack within ``publishTimeout``) is sent again
+with the same id, up to ``publishRetries`` times. The task returns only when
+every message is acked, so Spark's commit means "all of it is stored".
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,22 +29,17 @@ from typing import Any
 import pyarrow as pa
 
 from jsclient import errors
+from jsclient.spark._publish import FAILED, LOST, OK, Ack, AckWindow, header_block
 from jsclient.spark.options import WriteOptions
 
 __all__ = ["WritePlan", "WriteResult", "publish_batches"]
 
 log = logging.getLogger("jsclient.spark")
 
-# Errors after which the same message may be sent again: its ack was lost, or
-# it may never have reached the server. The Nats-Msg-Id makes a re-send safe.
-_RETRYABLE = (
-    errors.TimeoutError,
-    errors.PublishDisconnectedError,
-    errors.NoStreamResponseError,
-    errors.ConnectionReconnectingError,
-)
-# How many finished publishes to settle at a time while publishing.
-_SETTLE_EVERY = 4096
+# Messages handed to the window at a time (one write, one lock round per batch).
+_SEND_BATCH = 256
+# Settle finished publishes once this many wait in order.
+_SETTLE_AT = 1024
 
 
 @dataclass(frozen=True)
@@ -67,7 +62,7 @@ class WriteResult:
     first_seq: int | None = None
     last_seq: int | None = None
 
-    def add(self, ack: Any) -> None:
+    def add(self, ack: Ack) -> None:
         if ack.duplicate:
             self.duplicates += 1
             return
@@ -81,11 +76,6 @@ class WriteResult:
     @property
     def acked(self) -> int:
         return self.published + self.duplicates
-
-
-# One message whose ack is outstanding, kept so it can be re-sent as is:
-# (future, row index, subject, data, headers, msg id). A tuple: one per row.
-_Pending = tuple[Any, int, str, bytes, Any, str]
 
 
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
@@ -124,9 +114,10 @@ class _Publisher:
         self.prefix = id_prefix
         self.where = where
         self.result = WriteResult()
-        self.pending: deque[_Pending] = deque()
+        self.queue: list[Ack] = []  # made, not yet sent
+        self.lost: list[Ack] = []  # to send again
         self.rows = 0
-        self.js: Any = None
+        self.win: Any = None
 
     def fail(self, what: str, cause: BaseException | None = None) -> errors.SparkWriteError:
         r = self.result
@@ -148,19 +139,16 @@ class _Publisher:
         except errors.Error as exc:
             raise self.fail("cannot connect", exc) from exc
         try:
-            self.js = conn.jetstream(
-                nc,
-                publish_async_max_pending=self.opts.publish_window,
-                publish_async_stall_wait=self.opts.publish_timeout,
-            )
-            for batch in batches:
-                self._publish_batch(batch)
-                self._settle(block=False)
+            self.win = AckWindow(nc, self.opts.publish_window, self.opts.publish_timeout)
             try:
-                self.js.publish_async_complete(timeout=self.opts.publish_timeout)
-            except errors.TimeoutError:
-                pass  # the unacked ones are re-sent (or reported) by _settle
-            self._settle(block=True)
+                for batch in batches:
+                    self._publish_batch(batch)
+                self._send()
+                self.win.drain()
+                self._settle()
+                self._resend()
+            finally:
+                self.win.close()
         except errors.SparkWriteError:
             raise
         except errors.Error as exc:
@@ -184,10 +172,15 @@ class _Publisher:
         )
         ids = _column(batch, plan.msg_id).to_pylist() if plan.msg_id else None
         stream = opts.stream
-        publish = self.js.publish_async
-        pending = self.pending
-        append = pending.append
-        prefix = self.prefix
+        # The common header block, "NATS/1.0 ... Nats-Msg-Id: <prefix>:" + row + end.
+        plain = ids is None and headers is None
+        if plain:
+            start = header_block(f"{self.prefix}:0", stream)
+            cut = start.index(b"Nats-Msg-Id: ") + len(f"Nats-Msg-Id: {self.prefix}:")
+            head, tail = start[:cut], start[cut + 1 :]
+        win = self.win
+        queue = self.queue
+        append = queue.append
         first = self.rows
         for i in range(n):
             row = first + i
@@ -196,89 +189,92 @@ class _Publisher:
                 self.rows = row + 1
                 raise self.fail(f"row {row} has no subject (set the 'subject' option or column)")
             data = datas[i] or b""
-            hdrs = None if headers is None else headers[i]
-            if ids is None:
-                mid = f"{prefix}:{row}"
+            if plain:
+                hdr = b"%s%d%s" % (head, row, tail)
             else:
-                value = ids[i]
-                if value is None or value == "":
+                if ids is None:
+                    mid = f"{self.prefix}:{row}"
+                else:
+                    value = ids[i]
+                    if value is None or value == "":
+                        self.rows = row + 1
+                        raise self.fail(f"row {row} has no message id in column {plan.msg_id!r}")
+                    mid = str(value)
+                try:
+                    hdr = header_block(mid, stream, None if headers is None else headers[i])
+                except errors.BadHeaderError as exc:
                     self.rows = row + 1
-                    raise self.fail(f"row {row} has no message id in column {plan.msg_id!r}")
-                mid = str(value)
+                    raise self.fail(f"row {row} has bad headers or message id", exc) from exc
+            append(Ack(win, row, subj, data, hdr))
             if row == 0:
                 # The first publish waits for its ack: a missing stream, a
                 # refused subject or a wrong expected stream fails right here.
                 self.rows = 1
-                self.result.add(self._publish_sync(subj, data, hdrs, mid, row))
-                continue
-            try:
-                fut = publish(subj, data, headers=hdrs, msg_id=mid, expected_stream=stream)
-            except errors.TooManyStalledMsgsError as exc:
+                self._send()
+                self.win.drain()
+                self._settle()
+                self._resend()
+                queue = self.queue
+                append = queue.append
+            elif len(queue) >= _SEND_BATCH:
                 self.rows = row + 1
-                raise self.fail(
-                    f"no ack for {opts.publish_timeout:g} s with "
-                    f"{opts.publish_window} publishes in flight",
-                    exc,
-                ) from exc
-            except errors.BadSubjectError as exc:
-                self.rows = row + 1
-                raise self.fail(f"row {row} has an invalid subject {subj!r}", exc) from exc
-            append((fut, row, subj, data, hdrs, mid))
-            if len(pending) >= _SETTLE_EVERY and pending[0][0].done():
-                self.rows = row + 1
-                self._settle(block=False)
+                self._send()
+                queue = self.queue
+                append = queue.append
         self.rows = first + n
 
-    def _publish_sync(self, subj: str, data: bytes, hdrs: Any, mid: str, row: int) -> Any:
-        opts = self.opts
-        attempt = 0
-        while True:
-            try:
-                return self.js.publish(
-                    subj,
-                    data,
-                    headers=hdrs,
-                    msg_id=mid,
-                    expected_stream=opts.stream,
-                    timeout=opts.publish_timeout,
-                )
-            except _RETRYABLE as exc:
-                attempt += 1
-                if attempt > opts.publish_retries:
-                    raise self.fail(
-                        f"row {row} was not acked after {attempt} attempts on {subj!r}", exc
-                    ) from exc
-                log.info("jetstream: re-sending row %d (%s): %s", row, mid, exc)
-                time.sleep(min(1.0, 0.1 * attempt))
-            except errors.BadSubjectError as exc:
-                raise self.fail(f"row {row} has an invalid subject {subj!r}", exc) from exc
-            except errors.Error as exc:
-                raise self.fail(f"publishing row {row} to {subj!r}", exc) from exc
+    def _send(self) -> None:
+        acks, self.queue = self.queue, []
+        if not acks:
+            return
+        try:
+            self.win.submit(acks)
+        except errors.TimeoutError as exc:
+            raise self.fail(
+                f"no ack for {self.opts.publish_timeout:g} s with "
+                f"{self.opts.publish_window} publishes in flight",
+                exc,
+            ) from exc
+        if len(self.win.inflight) >= _SETTLE_AT:
+            self._settle()
 
-    def _settle(self, block: bool) -> None:
-        """Count finished publishes (all of them when ``block``); re-send lost ones."""
-        pending = self.pending
+    def _settle(self) -> None:
+        """Count the acks at the front; failures fail the task, lost ones are sent again."""
+        pending = self.win.inflight
         add = self.result.add
         while pending:
-            fut, row, subj, data, hdrs, mid = pending[0]
-            if not fut.done():
-                if not block:
-                    return
-                # publish_async_complete() returned or timed out: whatever is
-                # still open had no ack within publishTimeout. Send it again
-                # (same id: stored at most once) and wait for that ack.
-                pending.popleft()
-                log.info("jetstream: re-sending row %d (%s): no ack", row, mid)
-                add(self._publish_sync(subj, data, hdrs, mid, row))
-                continue
+            ack = pending[0]
+            state = ack.state
+            if state == OK:
+                add(ack)
+            elif state == LOST:
+                self.lost.append(ack)
+            elif state == FAILED:
+                raise self.fail(f"publishing row {ack.row} to {ack.subject!r}", ack.error)
+            else:
+                return
             pending.popleft()
-            try:
-                add(fut.result(timeout=0))
-            except _RETRYABLE as exc:
-                log.info("jetstream: re-sending row %d (%s): %s", row, mid, exc)
-                add(self._publish_sync(subj, data, hdrs, mid, row))
-            except errors.Error as exc:
-                raise self.fail(f"publishing row {row} to {subj!r}", exc) from exc
+
+    def _resend(self) -> None:
+        """Send the lost messages again (same ids), up to ``publishRetries`` rounds."""
+        lost, self.lost = self.lost, []
+        attempt = 0
+        while lost:
+            if attempt >= self.opts.publish_retries:
+                why = lost[0].error
+                raise self.fail(
+                    f"{len(lost)} rows (first row {lost[0].row}) were not acked after "
+                    f"{attempt + 1} attempts",
+                    why,
+                )
+            attempt += 1
+            log.info("jetstream: sending %d unacked rows again: %s", len(lost), lost[0].error)
+            time.sleep(min(1.0, 0.1 * attempt))  # a stream starting up, a reconnect
+            self.queue = [ack.again() for ack in lost]
+            self._send()
+            self.win.drain()
+            self._settle()
+            lost, self.lost = self.lost, []
 
 
 def publish_batches(
