@@ -348,3 +348,59 @@ def test_stream_sink_ids_come_from_the_query_and_batch(
     assert "will not be de-duplicated" in caplog.text
     sink.commit([first], 7)
     sink.abort([first, None], 8)
+
+
+def test_header_blocks_carry_the_id_and_refuse_what_cannot_be_sent() -> None:
+    from jsclient.errors import BadHeaderError
+    from jsclient.spark._publish import header_block
+
+    assert header_block("w:0:7") == b"NATS/1.0\r\nNats-Msg-Id: w:0:7\r\n\r\n"
+    block = header_block("id", "ORDERS", {"A": ["1", "2"], "nats-msg-id": "theirs", "B": "x"})
+    assert block == (
+        b"NATS/1.0\r\nA: 1\r\nA: 2\r\nB: x\r\nNats-Msg-Id: id\r\n"
+        b"Nats-Expected-Stream: ORDERS\r\n\r\n"
+    )
+    for bad_id in ("", "a\r\nb"):
+        with pytest.raises(BadHeaderError, match="message id"):
+            header_block(bad_id)
+    with pytest.raises(BadHeaderError, match="header name"):
+        header_block("id", None, {"Bad Name": "x"})
+    with pytest.raises(BadHeaderError, match="value for header 'A'"):
+        header_block("id", None, {"A": "x\r\ny"})
+
+
+def test_a_server_restart_mid_write_loses_and_duplicates_nothing(
+    nats_server_factory: Any, stream_name: str
+) -> None:
+    srv: NatsServer = nats_server_factory(jetstream=True)
+    with jsclient.connect(srv.url) as nc:
+        nc.jetstream().create_stream(name=stream_name, subjects=["r.>"], storage="file")
+    writer = make_source(
+        servers=srv.url, subject="r.x", maxReconnects=20, reconnectWait=0.2, publishWindow=200
+    ).writer(BIN, False)
+    rows = [{"data": b"%d" % i} for i in range(3000)]
+
+    def feed() -> Iterator[Any]:
+        parts = batches(BIN, rows, size=500)
+        yield from parts[:3]
+        srv.restart()  # acks in flight are lost; the store (and the ids) survive
+        yield from parts[3:]
+
+    msg = writer.write_partition(feed(), 0)
+    assert msg.published + msg.duplicates == 3000
+    with jsclient.connect(srv.url) as nc:
+        assert sorted(m.data for m in messages(nc, stream_name)) == sorted(r["data"] for r in rows)
+
+
+def test_publishes_nobody_acks_fail_after_the_publish_timeout(nc: jsclient.Client) -> None:
+    # A plain subscriber takes the messages and never answers: no PubAck comes.
+    sub = nc.subscribe("silent.>")
+    nc.flush()
+    writer = make_source(
+        servers=nc.connected_url, subject="silent.x", publishTimeout=0.5, publishRetries=1
+    ).writer(BIN, False)
+    t = time.monotonic()
+    with pytest.raises(SparkWriteError, match=r"first row 0\) were not acked after 2 attempts"):
+        writer.write_partition(iter(batches(BIN, [{"data": b"x"}] * 20)), 0)
+    assert time.monotonic() - t < 10
+    assert sub.pending_msgs >= 2  # the first row, sent twice
