@@ -49,6 +49,8 @@ _parse_jsack = _impl.jsack.parse_jsack
 _decode_headers = _headers.decode
 # Never pull more than this many messages in one request, whatever batchSize says.
 _MAX_PULL = 100_000
+# Consumers recreated in a row (after gaps or losses) without a message read in between.
+_MAX_RESETS = 5
 
 
 @dataclass
@@ -331,8 +333,11 @@ class _RangeReader:
 
     def _reset(self, why: object) -> bool:
         self.resets += 1
-        if self.resets > 3 + self.rng.end - self.rng.start:  # cannot loop forever
-            raise errors.SparkReadError(f"jetstream: consumer keeps losing messages: {why}")
+        if self.resets > _MAX_RESETS:
+            raise errors.SparkReadError(
+                f"jetstream: the consumer was lost {self.resets} times in a row without "
+                f"progress after sequence {self.last}: {why}"
+            )
         log.info("jetstream: recreating the consumer after sequence %d: %s", self.last, why)
         return self._create()
 
@@ -393,6 +398,8 @@ class _RangeReader:
                     break
             self.cseq, self.last = cseq, last
             rows.nbytes = nbytes
+            if count:
+                self.resets = 0
             if not finished:
                 error = batch.error
                 if gap is not None or isinstance(
