@@ -158,6 +158,7 @@ class AckWindow:
         self.sent = 0  # by the sending thread
         self.done = 0  # under the lock
         self.epoch = 0  # disconnects seen
+        self._swept = 0  # the epoch whose earlier acks were last given up
         # Sent and not yet taken by the caller, in send order (the caller pops
         # finished ones from the left).
         self.inflight: deque[Ack] = deque()
@@ -239,16 +240,23 @@ class AckWindow:
     def _wait(self, limit: int, what: str) -> None:
         """Until at most ``limit`` are outstanding (TimeoutError after ``timeout`` s).
 
-        After a disconnect the acks of messages sent before it will not come:
-        they are marked lost (the caller sends them again) and the wait goes on.
+        The acks of messages sent before a disconnect will not come: they are
+        marked lost (the caller sends them again) and the wait goes on.
         """
         limit = max(0, limit)
-        if self.sent - self.done <= limit:
-            return
         deadline = time.monotonic() + self.timeout
         cond = self._cond
         while True:
             epoch = self.epoch
+            if epoch != self._swept:
+                # A disconnect since the last look (before or during this wait).
+                self._swept = epoch
+                self._give_up(
+                    (a for a in self.inflight if a.epoch < epoch),
+                    errors.PublishDisconnectedError(),
+                )
+            if self.sent - self.done <= limit:
+                return
             with cond:
                 self._waiting = True
                 try:
@@ -262,9 +270,3 @@ class AckWindow:
                         cond.wait(min(left, 0.5))
                 finally:
                     self._waiting = False
-            if self.epoch == epoch:
-                return
-            now = self.epoch
-            self._give_up(
-                (a for a in self.inflight if a.epoch < now), errors.PublishDisconnectedError()
-            )

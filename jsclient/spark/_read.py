@@ -13,7 +13,7 @@ are built. It stops at the range's last sequence, or when the server says
 nothing is pending (``num_pending == 0`` in the last message's metadata).
 Deleted messages and messages outside the subject filter are simply never
 delivered. Like an ordered consumer it checks that consumer sequences have no
-gap and recreates the consumer after the last sequence it kept when one does
+gap and recreates the consumer after the last sequence it read when one does
 (or when the consumer is lost); it does this itself rather than through
 ``OrderedConsumer`` because it parses each reply subject once for both the
 order check and the row (sequence, timestamp, pending), which is a third of
