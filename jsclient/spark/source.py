@@ -15,6 +15,7 @@ streaming reader's offset methods in one driver-side worker per query.
 from __future__ import annotations
 
 import logging
+import secrets
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -166,7 +167,10 @@ class JetStreamDataSource(DataSource):
                 "jetstream: streams are append-only; write with .mode('append')"
             )
         opts = WriteOptions.parse(self.options)
-        return JetStreamWriter(opts, plan_write(schema, opts), opts.write_id or uuid.uuid4().hex)
+        # 96 random bits in 16 characters: every message carries this id, and
+        # the server keeps it in its de-duplication table for the window.
+        write_id = opts.write_id or secrets.token_urlsafe(12)
+        return JetStreamWriter(opts, plan_write(schema, opts), write_id)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return JetStreamStreamReader(StreamReadOptions.parse(self.options), schema)
