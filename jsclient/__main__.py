@@ -59,6 +59,12 @@ def demo(argv: Sequence[str]) -> int:
     )
     args = ap.parse_args(argv)
     if args.spark:
+        try:
+            import pyarrow  # noqa: F401
+            import pyspark  # noqa: F401
+        except ImportError as exc:
+            print(f'demo --spark needs pip install "jsclient[spark]": {exc}', file=sys.stderr)
+            return 2
         from jsclient.spark.demo import main as spark_demo
 
         return spark_demo(args.server, args.count or 20_000)

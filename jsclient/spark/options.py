@@ -256,6 +256,11 @@ class ConnectionOptions:
                 reconnect_wait=self.reconnect_wait,
                 **kwargs,
             )
+        except errors.AuthorizationError as exc:
+            raise errors.AuthorizationError(
+                f"jetstream: cannot connect to {self.safe_servers}: the server refused "
+                f"the credentials: {exc}"
+            ) from exc
         except (errors.Error, OSError) as exc:
             raise errors.NoServersError(
                 f"jetstream: cannot connect to {self.safe_servers} "
