@@ -1,10 +1,13 @@
 """Real Spark jobs through the ``jetstream`` data source: one local SparkSession, real server.
 
-These start a JVM (about 10 s, once per run, shared by every test here) and
+These start a JVM (about 5-10 s, once per run, shared by every test here) and
 run real jobs in Spark's Python workers, so they are few and small; the
-behaviour in detail is covered by the JVM-free tests next to them. No test
-calls ``register()`` before the last one: every job finds the source the way
-users' jobs do, through Spark's scan for ``pyspark_*`` modules.
+behaviour in detail is covered by the JVM-free tests next to them. Together
+they take about 40 s on the project's 2-vCPU machine, within the budget of
+both suite runs (JSCLIENT_IMPL=c and python: the workers inherit the
+implementation), so they run in both. No test calls ``register()`` before
+the last one: every job finds the source the way users' jobs do, through
+Spark's scan for ``pyspark_*`` modules.
 """
 
 from __future__ import annotations
