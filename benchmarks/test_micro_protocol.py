@@ -1,7 +1,8 @@
 """Micro benchmarks of the protocol hot path, pure Python vs Cython side by side.
 
 Run: ``.venv/bin/python -m pytest benchmarks/test_micro_protocol.py --benchmark-only -q``.
-Each group (``parser-msg``, ``jsack``, ``pub-ack``, ``status``, ``sizes``, ``delivery-mux``) has
+Each group (``parser-msg``, ``jsack``, ``pub-ack``, ``status``, ``sizes``, ``delivery-mux``,
+``writer-pub``, ``writer-ack``) has
 a ``py`` and a ``c`` row; the parser rows time one feed of 1000 JetStream MSG frames, so divide
 by 1000 for the cost per message (``delivery-mux``: by 100). Without the compiled twins the
 ``c`` rows skip.
@@ -183,3 +184,24 @@ def test_route_reply_mux(benchmark: Any, impl: str, path: str) -> None:
 
     assert run(benchmark, route_replies, iterations=200) == (100, 100 * len(PUB_ACK))
     assert not resp
+
+
+@IMPLS
+@pytest.mark.benchmark(group="writer-pub")
+def test_writer_pub(benchmark: Any, impl: str) -> None:
+    """Encode and queue one 16 B publish (the core publish hot path)."""
+    q = _mod(impl, "writer").WriteQueue(1 << 60)
+    q.open = True
+    payload = b"0123456789abcdef"
+    run(benchmark, q.pub, b"orders.new", payload, 1 << 20)
+    assert q.take()[0][0] == b"PUB orders.new 16\r\n0123456789abcdef\r\n"
+
+
+@IMPLS
+@pytest.mark.benchmark(group="writer-ack")
+def test_writer_ack(benchmark: Any, impl: str) -> None:
+    """Encode and queue one ack for a server-made reply subject."""
+    q = _mod(impl, "writer").WriteQueue(1 << 60)
+    q.open = True
+    run(benchmark, q.ack, ACK, b"+ACK")
+    assert q.take()[0][0] == f"PUB {ACK} 4\r\n+ACK\r\n".encode()

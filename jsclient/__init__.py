@@ -49,7 +49,11 @@ def connect(
     keyword options: ``tls_hostname``, ``tls_handshake_first``,
     ``dont_randomize``, ``ignore_discovered_servers``, ``reconnect_jitter``,
     ``reconnect_jitter_tls``, ``lame_duck_cb``, ``discovered_server_cb``,
-    ``max_control_line``. ``max_reconnect_attempts=-1`` retries forever.
+    ``max_control_line``, ``pending_size`` (bytes the write queue may hold
+    while connected, default 4 MiB: a publish beyond it writes the queue
+    itself or waits for the flusher) and ``flush_timeout`` (how long such a
+    publish waits, default 10 s, then ``FlushTimeoutError`` with nothing of
+    that message sent). ``max_reconnect_attempts=-1`` retries forever.
     """
     if isinstance(servers, str):
         urls = [u for u in servers.split(",") if u.strip()]

@@ -18,7 +18,7 @@ import os
 from types import ModuleType
 
 #: Protocol concerns that have a Cython twin, by module name.
-MODULES = ("parser", "jsack", "status", "sizes", "delivery")
+MODULES = ("parser", "jsack", "status", "sizes", "delivery", "writer")
 
 _CHOICES = ("auto", "c", "python")
 
@@ -48,3 +48,4 @@ jsack: ModuleType = _mods["jsack"]
 status: ModuleType = _mods["status"]
 sizes: ModuleType = _mods["sizes"]
 delivery: ModuleType = _mods["delivery"]
+writer: ModuleType = _mods["writer"]

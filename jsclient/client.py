@@ -32,6 +32,10 @@ else:
     SubState = _impl.delivery.SubState
 
 _route = _impl.delivery.route
+_QUEUED = _impl.writer.QUEUED
+_KICK = _impl.writer.KICK
+_FULL = _impl.writer.FULL
+_TOO_BIG = _impl.writer.TOO_BIG
 
 _status_of = _impl.status.status_of
 _SUBJECT_CACHE_MAX = 4096
@@ -107,6 +111,7 @@ class Client:
         self._callbacks = CallbackRunner("jsclient-callbacks")
         self._timers = Scheduler("jsclient-timers")
         self._conn = Connection(self, opts)
+        self._wq = self._conn._wq  # the write queue, for the publish and ack fast paths
         self._ping_timer: TimerHandle | None = None
         # request/reply mux
         from nats.nuid import NUID
@@ -218,17 +223,30 @@ class Client:
         reply: str | None = None,
         headers: _headers.HeadersIn | None = None,
     ) -> None:
-        """Publish a message. Buffered; ``flush()`` waits until the server has it."""
+        """Publish a message. Buffered; ``flush()`` waits until the server has it.
+
+        The write queue holds at most ``pending_size`` bytes (connect option);
+        beyond that this call writes the queue itself or waits up to
+        ``flush_timeout`` for the flusher, then raises FlushTimeoutError.
+        """
         subj = self._subject_cache.get(subject)
         if subj is None:
             subj = self._subject_bytes(subject)
         conn = self._conn
-        plen = len(payload)
         if reply is None and headers is None:
-            if plen > conn.max_payload:
+            # The hot path: one call encodes, checks and queues the frame.
+            rc = self._wq.pub(subj, payload, conn.max_payload)
+            if rc == _QUEUED:
+                return
+            if rc == _KICK:
+                conn._kick()
+                return
+            plen = len(payload)
+            if rc == _TOO_BIG:
                 raise self._too_big(plen)
             conn.send_counted(b"PUB %s %d\r\n%s\r\n" % (subj, plen, payload), plen)
             return
+        plen = len(payload)
         if reply:
             # Replies are often unique (inboxes): checked, never cached.
             commands.check_subject(reply, "reply subject")
@@ -257,9 +275,13 @@ class Client:
         Every ack subject is unique, so it bypasses the subject cache (it
         would only churn it); the server made it, so it is not re-validated.
         """
-        self._conn.send_counted(
-            b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body)
-        )
+        rc = self._wq.ack(subject, body)
+        if rc == _KICK:
+            self._conn._kick()
+        elif rc == _FULL:
+            self._conn.send_counted(
+                b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body)
+            )
 
     def _publish_raw(self, data: bytes, payload_len: int) -> None:
         """Send an already encoded PUB/HPUB (JetStream fast paths)."""
@@ -289,6 +311,23 @@ class Client:
         pending_bytes_limit: int = 64 * 1024 * 1024,
     ) -> Subscription:
         """Subscribe; with ``cb`` messages go to a callback on a dispatcher thread."""
+        sub: Subscription = self._subscribe_as(
+            Subscription, subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit
+        )
+        return sub
+
+    def _subscribe_as(
+        self,
+        cls: Callable[..., Subscription],
+        subject: str,
+        queue: str | None,
+        cb: Callable[[Msg], Any] | None,
+        max_msgs: int,
+        pending_msgs_limit: int,
+        pending_bytes_limit: int,
+        **extra: Any,
+    ) -> Any:
+        """``subscribe`` with a Subscription subclass (``extra`` goes to its constructor)."""
         commands.check_subject(subject)
         if queue is not None:
             commands.check_subject(queue, "queue group")
@@ -296,8 +335,16 @@ class Client:
             raise errors.Error("nats: cb must be callable")
         self._check_open()
         sid = next(self._sid)
-        sub = Subscription(
-            self, sid, subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit
+        sub = cls(
+            self,
+            sid,
+            subject,
+            queue,
+            cb,
+            max_msgs,
+            pending_msgs_limit,
+            pending_bytes_limit,
+            **extra,
         )
         self._subs[sid] = sub
         cmd = commands.sub(subject, queue, sid)
@@ -313,6 +360,19 @@ class Client:
         self._subs[sid] = _InternalSub(sid, subject, handler)
         self._conn.send(commands.sub(subject, None, sid))
         return sid
+
+    def _move_subscription(self, sub: Any, subject: str) -> None:
+        """Re-point a subscription at another subject, keeping its sid and queue.
+
+        Messages the server already sent for the old subject may still arrive
+        (with the same sid); the subscription must tell them apart itself.
+        """
+        commands.check_subject(subject)
+        sub.subject = subject
+        sid: int = sub.sid
+        registered = self._subs.get(sid) is sub
+        if registered and not self.is_closed:
+            self._conn.send(commands.unsub(sid) + commands.sub(subject, sub.queue, sid))
 
     def _unsubscribe_internal(self, sid: int) -> None:
         if self._subs.pop(sid, None) is not None and not self.is_closed:
@@ -513,7 +573,10 @@ class Client:
 
     def _on_slow(self, sub: Subscription) -> None:
         """Reader thread: a subscription started dropping messages."""
-        self._report_error(errors.SlowConsumerError(sub.subject, sub.sid, sub._dropped))
+        exc = errors.SlowConsumerError(sub.subject, sub.sid, sub._dropped)
+        # A JetStream subscription with an error callback of its own gets it there.
+        report = getattr(sub, "_report", None) or self._report_error
+        report(exc)
 
     def _on_max_msgs(self, sub: Subscription) -> None:
         """Reader thread: a subscription reached its auto-unsubscribe count."""
@@ -605,7 +668,8 @@ class Client:
         deadline = None if timeout is None else time.monotonic() + timeout
         conn = self._conn
         user_subs = [s for s in self._subs.values() if isinstance(s, Subscription)]
-        conn.status = DRAINING if conn.status is CONNECTED else conn.status
+        if conn.status is CONNECTED:
+            conn._set_status(DRAINING)
         try:
             for sub in user_subs:
                 try:

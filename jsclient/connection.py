@@ -4,16 +4,17 @@ Threads:
 
 - reader (``jsclient-reader``): ``recv_into`` a large buffer, parse, route by
   sid. It also performs reconnects. It runs no user code.
-- flusher (``jsclient-flusher``): writers append encoded commands to one
-  ``list`` that is never replaced (``append`` is a single C call, atomic under
-  the GIL, so the hot path takes no lock) and set ``_wevent`` when the
-  flusher is idle; the flusher takes ``q[:n]`` and then ``del q[:n]`` (each
-  one C call; anything appended in between stays), joins the chunks and
-  writes them with one ``sendall``, so many publishes share one syscall and
-  the flusher does no per-message Python work. A ``bytearray`` buffer was
-  measured too: once its front is cut, every growth step re-copies it, about
-  8 bytes copied per byte written at the multi-MB sizes a busy flusher takes,
-  which doubled the cost of a 1 KiB publish.
+- flusher (``jsclient-flusher``): writers append encoded frames to the write
+  queue (:mod:`jsclient.protocol.writer` and its Cython twin, whose calls are
+  each atomic under the GIL, so the hot path takes no lock) and set
+  ``_wevent`` when the flusher is idle; the flusher takes every chunk queued
+  (anything appended meanwhile stays), joins them and writes them with one
+  ``sendall``, so many publishes share one syscall and the flusher does no
+  per-message Python work. Frames with large payloads go out by gather write
+  instead, without the join's copy. A ``bytearray`` buffer was measured too:
+  once its front is cut, every growth step re-copies it, about 8 bytes copied
+  per byte written at the multi-MB sizes a busy flusher takes, which doubled
+  the cost of a 1 KiB publish.
 
   Requests write inline: a thread that is about to wait for a reply anyway
   takes the write token with a *non-blocking* try and, if it gets it, writes
@@ -22,9 +23,9 @@ Threads:
   waiting for another thread's I/O, and no other lock is held across I/O.
 
   Wake-up protocol (no lost wake-ups): the flusher clears the event and the
-  ``_kicked`` flag *before* it looks at the queue; a writer appends *before*
-  it reads ``_kicked``. Either the flusher sees the new item, or the writer
-  sees ``_kicked`` false and sets the event.
+  queue's ``kicked`` flag *before* it looks at the queue; a writer appends
+  *before* it reads ``kicked``. Either the flusher sees the new item, or the
+  writer sees ``kicked`` false and sets the event.
 
 TLS sockets are not safe for a concurrent read and write from two threads
 (OpenSSL forbids it), so over TLS the reader thread also does the writing: it
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 import select
 import socket
@@ -54,6 +56,9 @@ from jsclient._version import __version__
 from jsclient.protocol import commands
 
 _parser_mod = _impl.parser
+_writer = _impl.writer
+_KICK = _writer.KICK
+_FULL = _writer.FULL
 OP_MSG = _parser_mod.OP_MSG
 OP_PING = _parser_mod.OP_PING
 OP_PONG = _parser_mod.OP_PONG
@@ -63,6 +68,20 @@ OP_INFO = _parser_mod.OP_INFO
 
 DEFAULT_PORT = 4222
 READ_BUFFER = 256 * 1024
+#: Payloads from this size on are written with a gather write (``sendmsg``), not
+#: joined with the frames around them: one copy (into the frame) on their way
+#: to the socket instead of two.
+GATHER_MIN = _impl.writer.GATHER_MIN
+_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
+#: Inline writers (a caller that writes the queue itself instead of waking the
+#: flusher) need a send that never blocks; where there is none, only the
+#: flusher writes.
+_DONTWAIT: int = getattr(socket, "MSG_DONTWAIT", 0)
+_INLINE = _DONTWAIT != 0
+try:
+    _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX")))
+except (AttributeError, ValueError, OSError):
+    _IOV_MAX = 1024
 _FLUSH_WAIT = 1.0
 
 # Connection states.
@@ -139,6 +158,11 @@ class Options:
     dont_randomize: bool = False
     ignore_discovered_servers: bool = False
     max_control_line: int = 4096
+    #: Bytes the write queue may hold while connected; a publish that would go
+    #: beyond writes the queue itself or waits for the flusher (see send()).
+    pending_size: int = 4 * 1024 * 1024
+    #: How long such a publish waits for room before FlushTimeoutError.
+    flush_timeout: float = 10.0
     error_cb: Callable[[Exception], Any] | None = None
     disconnected_cb: Callable[[], Any] | None = None
     reconnected_cb: Callable[[], Any] | None = None
@@ -213,15 +237,14 @@ class Connection:
         self._parser = _parser_mod.Parser(max_control_line=opts.max_control_line)
         # write side
         self._wlock = threading.Lock()  # state changes and PING/pong pairing only
-        self._wq: list[bytes] = []  # never replaced: writers append, the flusher cuts the front
+        self._wq = _writer.WriteQueue(max(1, opts.pending_size))
+        self._room = threading.Condition(threading.Lock())
+        self._room_waiters = 0
         self._held = 0  # bytes queued while disconnected (reconnect buffer limit)
-        self._kicked = False
         self._wevent = threading.Event()
         self._wtoken = threading.Lock()  # held by whoever is writing to the socket
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
-        self.out_msgs = 0
-        self.out_bytes = 0
         # ping/pong
         self._pongs: deque[_Pong | None] = deque()
         self._pings_out = 0
@@ -418,35 +441,62 @@ class Connection:
         with self._wlock:
             self._held = 0
             if resubscribe:
-                self._wq[0:0] = [resubscribe]
+                self._wq.push_front(resubscribe)
             self._sock = sock
-            self.status = CONNECTED
+            self._set_status(CONNECTED)
         self._connected_event.set()
-        self._kicked = True
+        self._wq.kicked = True
         self._kick()
 
     # -- writing -----------------------------------------------------------
+    #
+    # The queue is bounded while connected: a writer that would take it past
+    # ``pending_size`` first makes room (``_make_room``): it writes the queue
+    # itself when no other thread is writing, else it waits until the writer
+    # has taken the queue (at most ``flush_timeout``, then FlushTimeoutError
+    # and nothing of this message is queued). So a publisher can never be more
+    # than one queue ahead of the socket: at most ``pending_size`` bytes wait
+    # here, besides the batch being written. (Several threads publishing at
+    # once may each add one message past the limit.) While disconnected the
+    # reconnect buffer limit applies instead.
+
+    @property
+    def out_msgs(self) -> int:
+        return int(self._wq.out_msgs)
+
+    @property
+    def out_bytes(self) -> int:
+        return int(self._wq.out_bytes)
+
+    def _set_status(self, status: str) -> None:
+        self.status = status
+        # The queue takes frames on its fast path only while connected.
+        self._wq.open = status is CONNECTED or status is DRAINING
 
     def send(self, data: bytes) -> None:
         """Queue bytes for the socket (any thread). Raises when closed or the buffer is full."""
-        status = self.status
-        if status is not CONNECTED and status is not DRAINING:
-            self._check_buffer(status, len(data))
-        self._wq.append(data)
-        if not self._kicked:
-            self._kicked = True
+        rc = self._wq.push(data)
+        if rc == _KICK:
             self._kick()
+        elif rc == _FULL:
+            self._send_slow(data, 0, 0)
 
     def send_counted(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
         """``send`` for ``msgs`` publishes: also counts out_msgs/out_bytes."""
+        rc = self._wq.push(data, payload_len, msgs)
+        if rc == _KICK:
+            self._kick()
+        elif rc == _FULL:
+            self._send_slow(data, payload_len, msgs)
+
+    def _send_slow(self, data: bytes, payload_len: int, msgs: int) -> None:
+        """The queue refused ``data``: disconnected, closed, or full."""
         status = self.status
         if status is not CONNECTED and status is not DRAINING:
             self._check_buffer(status, len(data))
-        self._wq.append(data)
-        self.out_msgs += msgs
-        self.out_bytes += payload_len
-        if not self._kicked:
-            self._kicked = True
+        else:
+            self._make_room(len(data))
+        if self._wq.push_always(data, payload_len, msgs) == _KICK:
             self._kick()
 
     def send_inline(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
@@ -456,32 +506,64 @@ class Connection:
         batch: saves waking the flusher (it is only kicked when the write
         token is busy, over TLS, or when bytes are left behind).
         """
-        status = self.status
-        if status is not CONNECTED and status is not DRAINING:
-            self._check_buffer(status, len(data))
-        self._wq.append(data)
-        self.out_msgs += msgs
-        self.out_bytes += payload_len
-        if self._is_tls or not self._wtoken.acquire(False):
-            if not self._kicked:
-                self._kicked = True
+        wq = self._wq
+        rc = wq.push(data, payload_len, msgs)
+        if rc == _FULL:
+            self._send_slow(data, payload_len, msgs)
+            return
+        if self._is_tls or not _INLINE or not self._wtoken.acquire(False):
+            if rc == _KICK:
                 self._kick()
             return
         try:
-            sock = self._sock
-            if sock is not None:
-                data = self._take_pending()
-                if data:
-                    try:
-                        sock.sendall(data)
-                    except OSError as exc:
-                        self._put_back(data)
-                        self._abort_socket(sock, exc)
+            self._write_pending(wait=False)
         finally:
             self._wtoken.release()
-        if self._wq and not self._kicked:
-            self._kicked = True
+        if rc == _KICK:
+            wq.kicked = False  # our claim to wake the flusher: written here instead
+        # Cleared before looking, as the flusher does: a frame queued meanwhile
+        # is seen here, or its writer saw the flag clear and woke the flusher.
+        if len(wq) and not wq.kicked:
+            wq.kicked = True
             self._kick()
+
+    def _make_room(self, n: int) -> None:
+        """The queue is full: write it from this thread, or wait until it was taken."""
+        wq = self._wq
+        deadline: float | None = None
+        while wq.nbytes and wq.nbytes + n > wq.limit:
+            status = self.status
+            if status is not CONNECTED and status is not DRAINING:
+                self._check_buffer(status, n)  # disconnected meanwhile: the reconnect buffer
+                return
+            if not self._is_tls and _INLINE and self._wtoken.acquire(False):
+                try:
+                    written = self._write_pending(wait=False)
+                finally:
+                    self._wtoken.release()
+                if written:
+                    continue
+                # The socket is full: the flusher waits on it; this thread waits for room.
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.opts.flush_timeout
+            elif now >= deadline:
+                raise errors.FlushTimeoutError(
+                    f"nats: the write queue ({wq.nbytes} bytes, pending_size "
+                    f"{wq.limit}) was not written within flush_timeout "
+                    f"{self.opts.flush_timeout} s; this message was not sent"
+                )
+            wq.kicked = True
+            self._kick()
+            with self._room:
+                # Counted before the check, and takers subtract before they look
+                # at the count: either they see this waiter or it sees the room.
+                self._room_waiters += 1
+                try:
+                    if wq.nbytes and wq.nbytes + n > wq.limit:
+                        self._room.wait(min(deadline - now, _FLUSH_WAIT))
+                finally:
+                    self._room_waiters -= 1
 
     def _check_buffer(self, status: str, size: int) -> None:
         if status is CLOSED:
@@ -501,49 +583,87 @@ class Connection:
         else:
             self._wevent.set()
 
+    def _queue(self, data: bytes) -> None:
+        """Queue bytes that bypass the limits (PING); the caller wakes the writer."""
+        self._wq.push_always(data)
+
+    def _take_chunks(self) -> tuple[list[bytes], int]:
+        """Take everything queued (writers may keep appending meanwhile) and its size."""
+        taken: tuple[list[bytes], int] = self._wq.take()
+        if taken[1] and self._room_waiters:
+            with self._room:
+                self._room.notify_all()
+        return taken
+
     def _take_pending(self) -> bytes:
-        """Take everything queued (writers may keep appending meanwhile)."""
-        q = self._wq
-        n = len(q)
-        if n == 0:
+        """Everything queued as one bytes object (the TLS writer's form)."""
+        chunks, _ = self._take_chunks()
+        if not chunks:
             return b""
-        chunks = q[:n]
-        del q[:n]
-        return chunks[0] if n == 1 else b"".join(chunks)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _write_pending(self, wait: bool = True) -> bool:
+        """Write what is queued to the socket; the caller holds the write token.
+
+        Only the flusher waits for the socket (``wait``): a caller writing
+        inline sends what the socket takes now, puts the rest back in front of
+        the queue and kicks the flusher, so no caller ever blocks on a full
+        socket. Returns False when bytes were left for the flusher.
+        """
+        sock = self._sock
+        if sock is None:
+            return True
+        big = self._wq.big  # read before take() clears it
+        chunks, _ = self._take_chunks()
+        if not chunks:
+            return True
+        if len(chunks) == 1:
+            bufs: list[bytes | memoryview] = [chunks[0]]
+        elif big and _HAS_SENDMSG:
+            # Large frames go to the kernel as they are (no join copy).
+            bufs = _gather(chunks)
+        else:
+            bufs = [b"".join(chunks)]
+        try:
+            if wait and len(bufs) == 1:
+                sock.sendall(bufs[0])
+                return True
+            left = _send_bufs(sock, bufs, 0 if wait else _DONTWAIT)
+        except OSError as exc:
+            self._put_back(b"".join(bufs))  # at-least-once across a reconnect
+            self._abort_socket(sock, exc)
+            return True
+        if not left:
+            return True
+        self._put_back(b"".join(left))
+        self._wq.kicked = True
+        self._kick()
+        return False
 
     def _put_back(self, data: bytes) -> None:
         """A write failed: keep its bytes in front so they go out after reconnect."""
-        self._wq[0:0] = [data]
+        self._wq.push_front(data)
 
     def _flush_loop(self) -> None:
         ev = self._wevent
-        buf = self._wq
+        wq = self._wq
         while True:
             ev.clear()
-            self._kicked = False
+            wq.kicked = False
             sock = self._sock
-            if not buf or sock is None:
+            if not len(wq) or sock is None:
                 if self.status is CLOSED:
                     return
                 ev.wait(_FLUSH_WAIT)
                 continue
             with self._wtoken:
-                data = self._take_pending()
-                if not data:
-                    continue
-                try:
-                    sock.sendall(data)
-                except OSError as exc:
-                    self._put_back(data)
-                    self._abort_socket(sock, exc)
-                    failed = True
-                else:
-                    failed = False
-            if failed:
+                self._write_pending()
+            if self._sock is not sock:
                 ev.wait(_FLUSH_WAIT)
 
     def pending_bytes(self) -> int:
-        return sum(len(b) for b in self._wq[:])
+        """Bytes queued and not yet taken by a writer."""
+        return int(self._wq.nbytes)
 
     # -- reading -----------------------------------------------------------
 
@@ -621,7 +741,7 @@ class Connection:
         try:
             while self._sock is sock and self.status is not CLOSED:
                 if not out:
-                    self._kicked = False
+                    self._wq.kicked = False
                     out = self._take_pending()
                 wlist = [sock] if out else []
                 if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
@@ -680,9 +800,9 @@ class Connection:
                 return
             self._sock = None
             if self.status is not CLOSED:
-                self.status = RECONNECTING
+                self._set_status(RECONNECTING)
             # What is still queued counts toward the reconnect buffer.
-            self._held = sum(len(b) for b in self._wq[:])
+            self._held = int(self._wq.nbytes)
         self._connected_event.clear()
         _close_quietly(sock)
         self._parser.reset()
@@ -762,8 +882,8 @@ class Connection:
         self._pings_out += 1
         with self._wlock:
             self._pongs.append(None)
-            self._wq.append(commands.PING)
-        self._kicked = True
+            self._queue(commands.PING)
+        self._wq.kicked = True
         self._kick()
 
     def on_pong(self) -> None:
@@ -818,8 +938,8 @@ class Connection:
                     continue
                 # The waiter and its PING are queued together so PONGs pair in order.
                 self._pongs.append(p)
-                self._wq.append(commands.PING)
-            self._kicked = True
+                self._queue(commands.PING)
+            self._wq.kicked = True
             self._kick()
             got = p.lock.acquire(timeout=-1 if left is None else left)
             if not got:
@@ -836,11 +956,11 @@ class Connection:
             return
         if self.status is CONNECTED or self.status is DRAINING:
             deadline = time.monotonic() + flush_timeout
-            while self._wq and time.monotonic() < deadline and self._sock is not None:
+            while len(self._wq) and time.monotonic() < deadline and self._sock is not None:
                 self._kick()
                 time.sleep(0.005)
         with self._wlock:
-            self.status = CLOSED
+            self._set_status(CLOSED)
             sock = self._sock
             self._sock = None
         self._closing.set()
@@ -906,6 +1026,47 @@ def err_to_exception(text: str) -> errors.Error:
     if "maximum payload" in low:
         return errors.MaxPayloadError(f"nats: {text}")
     return errors.Error(f"nats: {text}")
+
+
+def _gather(chunks: list[bytes]) -> list[bytes | memoryview]:
+    """Buffers for one gather write: runs of small frames joined, large ones as they are."""
+    bufs: list[bytes | memoryview] = []
+    small: list[bytes] = []
+    for c in chunks:
+        if len(c) >= GATHER_MIN:
+            if small:
+                bufs.append(small[0] if len(small) == 1 else b"".join(small))
+                small = []
+            bufs.append(c)
+        else:
+            small.append(c)
+    if small:
+        bufs.append(small[0] if len(small) == 1 else b"".join(small))
+    return bufs
+
+
+def _send_bufs(
+    sock: socket.socket, bufs: list[bytes | memoryview], flags: int
+) -> list[bytes | memoryview]:
+    """Write ``bufs`` in order; with ``MSG_DONTWAIT`` return what the socket did not take."""
+    while bufs:
+        try:
+            if _HAS_SENDMSG:
+                sent = sock.sendmsg(bufs[:_IOV_MAX], (), flags)
+            else:
+                sent = sock.send(bufs[0], flags)
+        except BlockingIOError:
+            return bufs
+        # Drop what was written; a partial write leaves the rest of one buffer.
+        while sent:
+            first = bufs[0]
+            if sent >= len(first):
+                sent -= len(first)
+                del bufs[0]
+            else:
+                bufs[0] = memoryview(first)[sent:]
+                sent = 0
+    return bufs
 
 
 def _close_quietly(sock: socket.socket) -> None:

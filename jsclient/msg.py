@@ -183,10 +183,16 @@ class Msg(MsgBase):
         return state
 
     def _send_ack(self, body: bytes) -> None:
-        if self._ack_state() != ACK_NOT_YET:
+        # Called once per consumed message: the checks are inlined.
+        if self._ackd != ACK_NOT_YET:
             return
-        self._check_js()
-        self._require_client()._publish_ack(self.reply, body)
+        reply = self.reply
+        if not reply or not reply.startswith("$JS.ACK."):
+            raise errors.NotJSMessageError()
+        client = self._client
+        if client is None:
+            raise errors.Error("nats: message is not bound to a connection")
+        client._publish_ack(reply, body)
         # Marked only after the publish went into the write buffer (ADR-15).
         self._ackd = ACK_DONE
 

@@ -18,3 +18,28 @@ echo "== benchmarks smoke run (micro benchmarks, timing off)"
 python -m pytest -q benchmarks --benchmark-disable
 echo "== wheel test: sdist -> wheel -> auditwheel -> fresh venv ($(python -V))"
 python -m pytest -q -m wheel tests/packaging
+
+# The other supported Pythons, where this machine has them (PATH or pyenv): a
+# quick suite with the speedups, and the wheel test built with that Python.
+QUICK=(tests/unit tests/equivalence tests/integration/test_core_pubsub.py
+       tests/integration/test_pull_fetch.py tests/integration/test_pull_subscribe.py
+       tests/integration/test_push_subscribe.py tests/integration/test_js_publish.py)
+ran=("$(python -c 'import platform; print(platform.python_version())') (full suite)")
+for v in 3.12 3.13; do
+    if ! py=$(bash scripts/find-python.sh "$v"); then
+        echo "== Python $v: not on this machine, skipped"
+        ran+=("$v: skipped, not installed")
+        continue
+    fi
+    venv="${JSCLIENT_VENV:-$ROOT/.venv}-$v"
+    echo "== Python $v ($py): quick suite and wheel test"
+    [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel "cython>=3.0"
+    JSCLIENT_STRICT_BUILD=1 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+        --no-build-isolation -e ".[dev]"
+    JSCLIENT_IMPL=c "$venv/bin/python" -m pytest -q "${QUICK[@]}"
+    "$venv/bin/python" -m pytest -q -m wheel tests/packaging
+    ran+=("$("$venv/bin/python" -c 'import platform; print(platform.python_version())') (quick suite + wheel test)")
+done
+echo "== Pythons tested:"
+printf '   %s\n' "${ran[@]}"

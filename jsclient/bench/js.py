@@ -204,6 +204,119 @@ def js_fetch(url: str, n: int, size: int, ack: bool = True) -> Result:
     return Result(n / dt)
 
 
+def js_pull_subscribe(url: str, n: int, size: int) -> Result:
+    """Legacy ADR-13 path: ``pull_subscribe().fetch(BATCH)`` + ack, as nats-py's own."""
+    import jsclient
+    from jsclient.api import ConsumerConfig
+
+    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
+    with jsclient.connect(url) as nc:
+        js = nc.jetstream()
+        psub = js.pull_subscribe(
+            "bcon.>", f"p{time.monotonic_ns()}", config=ConsumerConfig(max_ack_pending=20_000)
+        )
+        got = 0
+        t0 = time.perf_counter()
+        while got < n:
+            for m in psub.fetch(min(BATCH, n - got), timeout=5.0):
+                m.ack()
+                got += 1
+        nc.flush(timeout=30)
+        dt = time.perf_counter() - t0
+    return Result(n / dt)
+
+
+def js_push(url: str, n: int, size: int, mode: str = "iter") -> Result:
+    """ADR-15 push subscription (durable, ack explicit): iteration + ack, or auto-ack callback."""
+    import jsclient
+
+    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
+    durable = f"push{time.monotonic_ns()}"
+    cfg = {"max_ack_pending": 20_000}
+    with jsclient.connect(url) as nc:
+        js = nc.jetstream()
+        t0 = time.perf_counter()
+        if mode == "iter":
+            sub = js.subscribe("bcon.>", durable=durable, config=cfg)
+            for got, m in enumerate(sub, 1):
+                m.ack()
+                if got >= n:
+                    break
+        else:
+            done = threading.Event()
+            count = 0
+
+            def on_msg(_m: Any) -> None:  # acked after it returns
+                nonlocal count
+                count += 1
+                if count >= n:
+                    done.set()
+
+            sub = js.subscribe("bcon.>", durable=durable, config=cfg, cb=on_msg)
+            done.wait(300)
+        nc.flush(timeout=30)
+        dt = time.perf_counter() - t0
+        sub.unsubscribe()
+    return Result(n / dt)
+
+
+def py_push(url: str, n: int, size: int, mode: str = "next_msg") -> Result:
+    """nats-py's push subscription: ``next_msg`` + ack, or a callback awaiting each ack."""
+    import nats
+    from nats.js.api import ConsumerConfig
+
+    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
+
+    async def run() -> float:
+        nc = await nats.connect(url)
+        js = nc.jetstream()
+        cfg = ConsumerConfig(max_ack_pending=20_000)
+        durable = f"push{time.monotonic_ns()}"
+        t0 = time.perf_counter()
+        if mode == "next_msg":
+            sub = await js.subscribe("bcon.>", durable=durable, manual_ack=True, config=cfg)
+            for _ in range(n):
+                m = await sub.next_msg(timeout=30)
+                await m.ack()
+        else:
+            done = asyncio.Event()
+            got = 0
+
+            async def cb(m: Any) -> None:
+                nonlocal got
+                await m.ack()
+                got += 1
+                if got >= n:
+                    done.set()
+
+            sub = await js.subscribe("bcon.>", durable=durable, cb=cb, manual_ack=True, config=cfg)
+            await asyncio.wait_for(done.wait(), 300)
+        await nc.flush()
+        dt = time.perf_counter() - t0
+        await sub.unsubscribe()
+        await nc.close()
+        return dt
+
+    return Result(n / asyncio.run(run()))
+
+
+def js_ordered_push(url: str, n: int, size: int) -> Result:
+    """ADR-15 ordered push subscription, read by iteration."""
+    import jsclient
+
+    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
+    with jsclient.connect(url) as nc:
+        js = nc.jetstream()
+        t0 = time.perf_counter()
+        sub = js.subscribe("bcon.>", ordered_consumer=True)
+        for got, _m in enumerate(sub, 1):
+            if got >= n:
+                break
+        dt = time.perf_counter() - t0
+        sub.unsubscribe()
+    return Result(n / dt)
+
+
 def js_consume(url: str, n: int, size: int, ack: bool = True) -> Result:
     import jsclient
 

@@ -103,6 +103,27 @@ def status_error(code: int, description: str, kind: int) -> errors.Error:
     return errors.StatusError(code, description)
 
 
+def pull_status(engine: Engine, code: int, description: str) -> tuple[int, errors.Error | None]:
+    """What a status on a pull's own reply subject means for that one pull.
+
+    Shared by ``fetch`` (ADR-37) and ``pull_subscribe().fetch`` (ADR-13), so both
+    read statuses from one table. Returns ``(kind, error)``: for HEARTBEAT and
+    FLOW_CONTROL the pull goes on; NO_MESSAGES, REQUEST_TIMEOUT and PULL_ENDED
+    end it normally (``error`` None); any other kind ends it with ``error``
+    (for RESET a StatusError, and a 423 makes the engine forget its pin id).
+    """
+    kind = _classify(code, description)
+    if kind in _PULL_GOES_ON or kind in _PULL_ENDS_NORMALLY:
+        return kind, None
+    if kind == RESET and code == 423:
+        engine.pin_id = None
+    return kind, status_error(code, description, kind)
+
+
+_PULL_GOES_ON = frozenset((HEARTBEAT, FLOW_CONTROL))
+_PULL_ENDS_NORMALLY = frozenset((NO_MESSAGES, REQUEST_TIMEOUT, PULL_ENDED))
+
+
 def _token(subject: str, prefix: str) -> int:
     """The pull token in a status subject ``<prefix><token>``, or -1."""
     tok = subject[len(prefix) :]

@@ -30,7 +30,7 @@ from nats.nuid import NUID
 from jsclient import _impl, errors
 from jsclient._future import LightFuture
 from jsclient._threads import TimerHandle
-from jsclient.api import AccountInfo, ConsumerInfo, PubAck, StreamInfo
+from jsclient.api import AccountInfo, ConsumerInfo, DeliverPolicy, PubAck, StreamInfo
 from jsclient.jetstream._names import (
     ConsumerConfigLike,
     StreamConfigLike,
@@ -46,6 +46,8 @@ from jsclient.protocol.headers import encode as encode_headers
 if TYPE_CHECKING:
     from jsclient.client import Client
     from jsclient.jetstream.ordered import OrderedConsumer
+    from jsclient.jetstream.pull_subscription import PullSubscription
+    from jsclient.jetstream.push import JsSubscription
     from jsclient.msg import Msg
     from jsclient.protocol.headers import HeadersIn
 
@@ -289,6 +291,96 @@ class JetStream:
         from jsclient.jetstream.ordered import OrderedConsumer
 
         return OrderedConsumer(self, stream, **options)
+
+    # -- legacy subscriptions (ADR-13, ADR-15) --------------------------------
+
+    def pull_subscribe(
+        self,
+        subject: str,
+        durable: str | None = None,
+        *,
+        stream: str | None = None,
+        config: ConsumerConfigLike | None = None,
+        inbox_prefix: str | None = None,
+    ) -> PullSubscription:
+        """A pull subscription (ADR-13): ``psub.fetch(batch, timeout)`` returns messages.
+
+        The stream is looked up by ``subject`` unless given. ``durable`` names a
+        consumer that is used when it exists (after checking it is a pull
+        consumer whose filter and config agree) and created otherwise, with
+        ``subject`` as its filter and ack policy explicit. Without a durable an
+        ephemeral consumer is made, and deleted again by ``unsubscribe()`` or
+        ``drain()``. A refusal raises a :class:`~jsclient.errors.SubscribeError`.
+        """
+        from jsclient.jetstream.pull_subscription import pull_subscribe
+
+        return pull_subscribe(
+            self, subject, durable, stream=stream, config=config, inbox_prefix=inbox_prefix
+        )
+
+    def pull_subscribe_bind(
+        self, stream: str, durable: str, *, inbox_prefix: str | None = None
+    ) -> PullSubscription:
+        """A pull subscription to an existing pull consumer, with no lookups."""
+        from jsclient.jetstream.pull_subscription import pull_subscribe_bind
+
+        return pull_subscribe_bind(self, stream, durable, inbox_prefix=inbox_prefix)
+
+    def subscribe(
+        self,
+        subject: str | None,
+        queue: str | None = None,
+        *,
+        cb: Callable[[Msg], Any] | None = None,
+        durable: str | None = None,
+        stream: str | None = None,
+        consumer: str | None = None,
+        config: ConsumerConfigLike | None = None,
+        manual_ack: bool = False,
+        ordered_consumer: bool = False,
+        idle_heartbeat: float | None = None,
+        flow_control: bool = False,
+        deliver_policy: DeliverPolicy | str | None = None,
+        pending_msgs_limit: int = 65536,
+        pending_bytes_limit: int = 64 * 1024 * 1024,
+        heartbeat_alarm_factor: float = 3.0,
+        delete_consumer: str = "if_created",
+        error_cb: Callable[[BaseException], Any] | None = None,
+    ) -> JsSubscription:
+        """A push subscription (ADR-15) with automatic status management.
+
+        Without ``cb`` read it with ``next_msg``/iteration; with ``cb`` the
+        callback runs on a library thread and the message is acked after it
+        returns (unless ``manual_ack``). The stream is looked up by ``subject``
+        unless given; ``consumer`` binds to an existing consumer, ``durable``
+        uses or creates one; a ``queue`` without either uses the queue name as
+        durable. ``ordered_consumer`` reads the stream in order through an
+        ephemeral consumer that is remade on gaps. Heartbeat alarms, gaps and
+        error statuses of a callback subscription go to ``error_cb`` (default:
+        the connection's). See :mod:`jsclient.jetstream.push`.
+        """
+        from jsclient.jetstream.push import subscribe
+
+        return subscribe(
+            self,
+            subject,
+            queue,
+            cb=cb,
+            durable=durable,
+            stream=stream,
+            consumer=consumer,
+            config=config,
+            manual_ack=manual_ack,
+            ordered_consumer=ordered_consumer,
+            idle_heartbeat=idle_heartbeat,
+            flow_control=flow_control,
+            deliver_policy=deliver_policy,
+            pending_msgs_limit=pending_msgs_limit,
+            pending_bytes_limit=pending_bytes_limit,
+            heartbeat_alarm_factor=heartbeat_alarm_factor,
+            delete_consumer=delete_consumer,
+            error_cb=error_cb,
+        )
 
     def account_info(self) -> AccountInfo:
         """Usage and limits of this account's JetStream."""

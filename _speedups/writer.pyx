@@ -1,0 +1,175 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython twin of :mod:`jsclient.protocol.writer` (the specification).
+
+Same names, codes and behaviour. Frames are built with one allocation and
+``memcpy``; counters are C integers; each method runs without releasing the
+GIL, so each is atomic with respect to other threads.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_Append, PyList_GET_SIZE
+from libc.string cimport memcpy
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+
+QUEUED = 0
+KICK = 1
+FULL = 2
+TOO_BIG = 3
+GATHER_MIN = 16 * 1024
+
+cdef enum:
+    C_QUEUED = 0
+    C_KICK = 1
+    C_FULL = 2
+    C_TOO_BIG = 3
+    C_GATHER_MIN = 16 * 1024
+
+
+cdef inline Py_ssize_t _digits(Py_ssize_t v, char* out):
+    """Write ``v`` (>= 0) in ASCII decimal to ``out``; return its length."""
+    cdef char tmp[24]
+    cdef Py_ssize_t n = 0, i
+    if v == 0:
+        out[0] = 48
+        return 1
+    while v > 0:
+        tmp[n] = <char>(48 + v % 10)
+        v //= 10
+        n += 1
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
+
+
+cdef bytes _frame(const char* subj, Py_ssize_t slen, const char* body, Py_ssize_t blen):
+    """b"PUB " + subject + b" " + len + b"\\r\\n" + body + b"\\r\\n"."""
+    cdef char num[24]
+    cdef Py_ssize_t dlen = _digits(blen, num)
+    cdef Py_ssize_t total = 4 + slen + 1 + dlen + 2 + blen + 2
+    cdef bytes frame = PyBytes_FromStringAndSize(NULL, total)
+    cdef char* p = PyBytes_AS_STRING(frame)
+    memcpy(p, b"PUB ", 4)
+    p += 4
+    memcpy(p, subj, slen)
+    p += slen
+    p[0] = 32
+    p += 1
+    memcpy(p, num, dlen)
+    p += dlen
+    p[0] = 13
+    p[1] = 10
+    p += 2
+    memcpy(p, body, blen)
+    p += blen
+    p[0] = 13
+    p[1] = 10
+    return frame
+
+
+cdef class WriteQueue:
+    """Frames waiting for the socket; see jsclient/protocol/writer.py."""
+
+    cdef list _chunks
+    cdef public long long limit
+    cdef public long long nbytes
+    cdef public bint open
+    cdef public bint big
+    cdef public bint kicked
+    cdef public long long out_msgs
+    cdef public long long out_bytes
+
+    def __init__(self, limit):
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ValueError(f"WriteQueue: limit must be a positive int, got {limit!r}")
+        self._chunks = []
+        self.limit = limit
+        self.nbytes = 0
+        self.open = False
+        self.big = False
+        self.kicked = False
+        self.out_msgs = 0
+        self.out_bytes = 0
+
+    def __len__(self):
+        return PyList_GET_SIZE(self._chunks)
+
+    def pub(self, bytes subject not None, payload, long long max_payload):
+        cdef Py_ssize_t plen
+        cdef bytes frame
+        cdef bytes data
+        if type(payload) is bytes:
+            data = <bytes>payload
+        else:
+            data = memoryview(payload).tobytes()  # any bytes-like object, by its bytes
+        plen = PyBytes_GET_SIZE(data)
+        if plen > max_payload:
+            return C_TOO_BIG
+        frame = _frame(
+            PyBytes_AS_STRING(subject), PyBytes_GET_SIZE(subject), PyBytes_AS_STRING(data), plen
+        )
+        return self._add(frame, plen, 1)
+
+    def ack(self, str subject not None, bytes body not None):
+        cdef Py_ssize_t slen
+        cdef const char* s
+        cdef bytes encoded
+        if PyUnicode_IS_ASCII(subject):
+            s = <const char*>PyUnicode_DATA(subject)
+            slen = PyUnicode_GET_LENGTH(subject)
+            frame = _frame(s, slen, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body))
+        else:
+            encoded = subject.encode("utf-8", "surrogateescape")
+            frame = _frame(
+                PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded),
+                PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body),
+            )
+        return self._add(frame, PyBytes_GET_SIZE(body), 1)
+
+    def push(self, bytes data not None, long long payload_len=0, long long msgs=0):
+        return self._add(data, payload_len, msgs)
+
+    cdef int _add(self, bytes data, long long payload_len, long long msgs) except -1:
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+        if not self.open or (self.nbytes and self.nbytes + n > self.limit):
+            return C_FULL
+        return self._push(data, payload_len, msgs)
+
+    cdef int _push(self, bytes data, long long payload_len, long long msgs) except -1:
+        PyList_Append(self._chunks, data)
+        self.nbytes += PyBytes_GET_SIZE(data)
+        if msgs:
+            self.out_msgs += msgs
+            self.out_bytes += payload_len
+            if payload_len >= C_GATHER_MIN:
+                self.big = True
+        if self.kicked:
+            return C_QUEUED
+        self.kicked = True
+        return C_KICK
+
+    def push_always(self, bytes data not None, long long payload_len=0, long long msgs=0):
+        return self._push(data, payload_len, msgs)
+
+    def push_front(self, bytes data not None):
+        self._chunks.insert(0, data)
+        self.nbytes += PyBytes_GET_SIZE(data)
+
+    def take(self):
+        cdef list chunks = self._chunks
+        cdef Py_ssize_t n = PyList_GET_SIZE(chunks)
+        cdef Py_ssize_t size = 0
+        cdef object c
+        if n == 0:
+            return [], 0
+        self.big = False
+        taken = chunks[:n]
+        del chunks[:n]
+        for c in taken:
+            size += PyBytes_GET_SIZE(c)
+        self.nbytes -= size
+        return taken, size

@@ -1,0 +1,682 @@
+"""Push subscriptions (ADR-15): ``js.subscribe(...)``, automatic status management, ordered push.
+
+A :class:`JsSubscription` is a core :class:`~jsclient.subscription.Subscription`
+on the consumer's deliver subject: the reader thread fills its bounded queue
+in batches as for any subscription, and the consuming side (``next_msg``,
+iteration, or the callback's dispatcher thread) runs the automatic status
+management on every item it takes, in delivery order:
+
+- **Statuses never reach the user.** ``100 Idle Heartbeat`` feeds the gap
+  check and the stalled-consumer check; ``100 FlowControl Request`` is
+  answered when the user reaches it (the messages before it have been handed
+  out), so flow control paces the server to the reader and a slow reader
+  cannot be overrun; 404/408 are ignored; 409, 503 and unknown statuses are
+  typed errors, raised from ``next_msg``/iteration, or sent to ``error_cb``
+  for a callback subscription.
+- **Flow control** subjects are answered once each (a heartbeat's
+  ``Nats-Consumer-Stalled`` names the flow-control subject the server still
+  waits for; it is answered too, if it was not already).
+- **Gaps**: the consumer sequence of each message (from its ``$JS.ACK``
+  reply) must follow the previous one, and a heartbeat's
+  ``Nats-Last-Consumer`` must not be ahead of the last one delivered. A gap
+  is reported once, as :class:`~jsclient.errors.SequenceMismatchError` (with
+  the stream sequence to resume from) to ``error_cb``; ``sequence_mismatch``
+  shows it until the next message. Queue subscriptions share a consumer, so
+  they do not check.
+- **Heartbeat alarm**: a timer on the connection's timer thread checks every
+  idle-heartbeat interval whether anything (message or status) arrived; after
+  ``heartbeat_alarm_factor`` intervals (3, ADR-15's) of silence it sends
+  :class:`~jsclient.errors.HeartbeatAlarmError` with the last stream and
+  consumer sequences to ``error_cb``, and again after each further such
+  period of silence.
+
+An **ordered** subscription (``ordered_consumer=True``) reads a stream in
+order with an ephemeral consumer (ack none, flow control and heartbeats on,
+memory storage, one replica). On a gap, a heartbeat alarm or a reconnect it
+makes a new consumer that starts at the last stream sequence + 1 and drops
+whatever the old one still delivers (recognised by the consumer name in each
+message's reply subject and, for statuses, by a deliver subject of its own
+per consumer). The reset runs on the consuming thread; if it fails it is
+retried with backoff (0.5 s doubling to 10 s), each failure reported to
+``error_cb``.
+
+Consumers are deleted by ``unsubscribe()`` and, once it has finished, by
+``drain()`` according to ``delete_consumer``: ``"if_created"`` (default)
+deletes only a consumer this subscription created, ``"never"`` keeps it,
+``"always"`` deletes it in any case. A failed delete raises from
+``unsubscribe()`` and goes to ``error_cb`` after ``drain()``.
+
+Queue-group hazard (ADR-15): the first member of a queue group to subscribe
+creates the durable, so with ``"if_created"`` its ``unsubscribe()``/``drain()``
+deletes the consumer the other members still read from, and they stop
+receiving. Members of a long-lived queue group should pass
+``delete_consumer="never"`` (and delete the durable explicitly when the
+group is retired).
+"""
+
+from __future__ import annotations
+
+import queue as _queue
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jsclient import _impl, errors
+from jsclient._threads import TimerHandle
+from jsclient.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy
+from jsclient.jetstream import _subscribe as wf
+from jsclient.jetstream._pull_engine import FLOW_CONTROL, HEARTBEAT, NO_MESSAGES, REQUEST_TIMEOUT
+from jsclient.msg import ACK_NONE_POLICY, Msg
+from jsclient.subscription import Subscription
+
+if TYPE_CHECKING:
+    from jsclient.client import Client
+    from jsclient.jetstream._names import ConsumerConfigLike
+    from jsclient.jetstream.context import JetStream
+
+__all__ = ["DELETE_POLICIES", "JsSubscription", "subscribe"]
+
+_mono = time.monotonic
+_status = _impl.status
+_status_of = _status.status_of
+_classify = _status.classify
+_js_headers = _status.js_headers
+_parse_jsack = _impl.jsack.parse_jsack
+
+DELETE_POLICIES = ("if_created", "never", "always")
+#: Idle heartbeat used when flow control or an ordered consumer needs one and none is given.
+DEFAULT_HEARTBEAT = 5.0
+#: Ordered consumers: ack wait far beyond any use (acks are never sent), as other clients.
+ORDERED_ACK_WAIT = 22 * 3600.0
+RESET_BACKOFF_FIRST = 0.5
+RESET_BACKOFF_MAX = 10.0
+
+_IGNORED_STATUSES = frozenset((NO_MESSAGES, REQUEST_TIMEOUT))
+_ASM_STATUSES = frozenset((HEARTBEAT, FLOW_CONTROL))
+
+
+class _Control:
+    """An item the timer or callback thread puts on the queue for the consuming thread."""
+
+    __slots__ = ("data", "kind")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.data = b""  # the core queue counts len(data) per item it hands out
+
+
+class _State:
+    """What the subscribe workflow decided, handed to the subscription."""
+
+    def __init__(
+        self,
+        js: JetStream,
+        stream: str,
+        info: ConsumerInfo,
+        *,
+        created: bool,
+        delete_consumer: str,
+        manual_ack: bool,
+        track_gaps: bool,
+        alarm_factor: float,
+        error_cb: Callable[[BaseException], Any] | None,
+        ordered: ConsumerConfig | None = None,
+        prefix: str = "",
+    ) -> None:
+        self.js = js
+        self.stream = stream
+        self.info = info
+        self.created = created
+        self.delete_consumer = delete_consumer
+        self.manual_ack = manual_ack
+        self.track_gaps = track_gaps
+        self.alarm_factor = alarm_factor
+        self.error_cb = error_cb
+        self.ordered = ordered
+        self.prefix = prefix
+
+
+class JsSubscription(Subscription):
+    """A push subscription to a JetStream consumer; make it with ``js.subscribe(...)``.
+
+    It is a core Subscription (``next_msg``, iteration, ``pending_msgs``,
+    ``drain``...) whose consuming side runs automatic status management.
+    Attributes: ``stream_name``, ``consumer_name``; ``sequence_mismatch`` is
+    None or the open gap; ``delivered`` counts user messages handed out.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        sid: int,
+        subject: str,
+        queue: str | None,
+        cb: Callable[[Msg], Any] | None,
+        max_msgs: int,
+        pending_msgs_limit: int,
+        pending_bytes_limit: int,
+    ) -> None:
+        # The NATS subscription exists before the consumer (ADR-15); whatever
+        # the consumer sends meanwhile waits in the queue until _bind() has
+        # configured the status management (the callback's dispatcher thread
+        # only starts there).
+        super().__init__(
+            client, sid, subject, queue, None, max_msgs, pending_msgs_limit, pending_bytes_limit
+        )
+        self._ended = False
+        self._timer: TimerHandle | None = None
+        self._ordered: ConsumerConfig | None = None
+        self.stream_name = ""
+        self.consumer_name = ""
+
+    def _bind(self, state: _State, cb: Callable[[Msg], Any] | None) -> None:
+        """Configure for the consumer the workflow settled on; start the callback and timer."""
+        info = state.info
+        self._js = state.js
+        self.stream_name = state.stream
+        self.consumer_name = info.name
+        self._created = state.created
+        self._delete_policy = state.delete_consumer
+        self._report_cb = state.error_cb
+        self._ordered = state.ordered
+        self._prefix = state.prefix
+        self._deliver = str(info.config.deliver_subject or self.subject)
+        self._track = state.track_gaps or state.ordered is not None
+        self._ack_none = wf.value_of(info.config.ack_policy) == "none"
+        self._cseq = int(getattr(info.delivered, "consumer_seq", 0) or 0)
+        self._sseq = int(getattr(info.delivered, "stream_seq", 0) or 0)
+        self._gap: errors.SequenceMismatchError | None = None
+        self._fc_answered: str | None = None
+        self._fc_count = 0
+        self._user_delivered = 0
+        self._serial = 1
+        self._resets = 0
+        self._reset_wait = RESET_BACKOFF_FIRST
+        self._hb = float(info.config.idle_heartbeat or 0.0)
+        self._alarm_after = self._hb * state.alarm_factor
+        self._hb_seen = -1
+        self._hb_last = _mono()
+        client = self._client
+        if self._hb > 0:
+            self._timer = client._scheduler.call_later(self._hb, self._watch)
+        if self._ordered is not None:
+            client._add_listener(self._on_conn)
+        if cb is not None:
+            if not state.manual_ack and not self._ack_none:
+                user_cb = cb
+
+                def cb(msg: Msg) -> None:
+                    user_cb(msg)
+                    msg.ack()  # after the callback returned without raising
+
+            self._cb = cb
+            self._dispatcher = threading.Thread(
+                target=self._dispatch_loop, name=f"jsclient-jssub-{self.sid}", daemon=True
+            )
+            self._dispatcher.start()
+
+    def __repr__(self) -> str:
+        return (
+            f"<JsSubscription {self.stream_name!r}/{self.consumer_name!r} "
+            f"subject={self.subject!r} queue={self.queue!r}>"
+        )
+
+    # -- consuming side ----------------------------------------------------
+
+    def _take(self, timeout: float | None) -> Msg:
+        """The next user message; statuses and control items are handled on the way."""
+        local = self._local
+        deadline = _mono() + timeout if timeout is not None and timeout > 0 else None
+        while True:
+            if local and not self._discard:
+                # The base class's fast path, inlined: this runs per message.
+                msg: Any = local.popleft()
+                self._consumed += 1
+                self._out_bytes += len(msg.data)
+            else:
+                msg = Subscription._take(self, timeout)
+            if msg.__class__ is _Control:
+                self._consumed -= 1  # not a message the reader counted
+                self._on_control(msg.kind)
+            else:
+                hdr = msg._hdr
+                if hdr is not None and not msg.data and (st := _status_of(hdr)) is not None:
+                    self._on_status(msg, st[0], st[1], hdr)
+                elif not self._track or self._in_order(msg):
+                    if self._ack_none:
+                        msg._ackd = ACK_NONE_POLICY
+                    self._user_delivered += 1
+                    return msg  # type: ignore[no-any-return]
+            if deadline is not None:
+                timeout = deadline - _mono()
+                if timeout <= 0:
+                    raise _queue.Empty
+
+    def _in_order(self, msg: Msg) -> bool:
+        """Gap bookkeeping of one user message; False drops it (ordered resets)."""
+        _, consumer, _, sseq, cseq, _, _, _ = _parse_jsack(msg.reply)
+        if self._ordered is not None:
+            if consumer != self.consumer_name:
+                return False  # from a consumer an ordered reset replaced
+            if cseq != self._cseq + 1:
+                self._reset()
+                return False
+        elif cseq > self._cseq + 1:
+            # Only a jump ahead is a gap; a sequence at or below the last one
+            # follows a resynchronisation on a heartbeat.
+            self._on_gap(self._cseq, cseq - 1)
+        self._cseq = cseq
+        self._sseq = sseq
+        self._gap = None
+        return True
+
+    def _on_status(self, msg: Msg, code: int, description: str, hdr: bytes) -> None:
+        kind = _classify(code, description)
+        if kind in _ASM_STATUSES:
+            if self._ordered is not None and msg.subject != self._deliver:
+                return  # a status of a consumer an ordered reset replaced
+            if kind == FLOW_CONTROL:
+                self._answer_flow_control(msg.reply)
+                return
+            _, _, last_consumer, _, stalled, _ = _js_headers(hdr)
+            if stalled:
+                self._answer_flow_control(stalled)
+            if self._track and last_consumer > self._cseq:
+                if self._ordered is not None:
+                    self._reset()
+                else:
+                    self._on_gap(self._cseq, last_consumer)
+                    self._cseq = last_consumer  # reported once: resynchronised
+            return
+        if kind in _IGNORED_STATUSES:
+            return
+        if kind == _status.NO_RESPONDERS:
+            err: errors.Error = errors.NoRespondersError()
+        else:
+            err = errors.StatusError(code, description)
+        if self._cb is not None:
+            self._report(err)
+        else:
+            raise err
+
+    def _answer_flow_control(self, subject: str) -> None:
+        if not subject or subject == self._fc_answered:
+            return
+        self._fc_answered = subject
+        self._fc_count += 1
+        try:
+            # Like an ack: a server-made subject, sent as is (not cached, not re-checked).
+            self._client._publish_ack(subject, b"")
+        except errors.Error as exc:
+            self._report(exc)
+
+    def _on_gap(self, delivered: int, server_last: int) -> None:
+        gap = errors.SequenceMismatchError(
+            stream_resume_sequence=self._sseq + 1,
+            consumer_sequence=delivered,
+            last_consumer_sequence=server_last,
+        )
+        self._gap = gap
+        self._report(gap)
+
+    def _on_control(self, kind: str) -> None:
+        if kind == "reset" and not self._ended:
+            self._reset()
+
+    def _report(self, exc: BaseException) -> None:
+        cb = self._report_cb
+        if cb is not None:
+            self._client._run_callback(cb, exc)
+        else:
+            self._client._report_error(exc)
+
+    # -- ordered consumer ----------------------------------------------------
+
+    def _reset(self) -> None:
+        """Replace the ordered consumer with one starting after the last message seen."""
+        base = self._ordered
+        if base is None or self._ended:
+            return
+        old = self.consumer_name
+        serial = self._serial + 1
+        deliver = f"{self._prefix}{serial}"
+        fields: dict[str, Any] = {
+            "deliver_subject": deliver,
+            "name": f"{old.rsplit('_', 1)[0]}_{serial}",
+        }
+        if self._sseq > 0:
+            fields.update(
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=self._sseq + 1,
+                opt_start_time=None,
+            )
+        # Interest moves first: the old consumer stops delivering, and the new
+        # one finds its subscriber when it is made (ADR-15's order).
+        self._client._move_subscription(self, deliver)
+        self._deliver = deliver
+        try:
+            consumer = self._js._upsert_consumer(
+                self.stream_name, base.evolve(**fields), {}, "create"
+            )
+        except errors.Error as exc:
+            self._report(exc)
+            wait, self._reset_wait = self._reset_wait, min(RESET_BACKOFF_MAX, self._reset_wait * 2)
+            self._client._scheduler.call_later(wait, self._enqueue, "reset")
+            return
+        self._reset_wait = RESET_BACKOFF_FIRST
+        self._serial = serial
+        self.consumer_name = consumer.name
+        self._cseq = 0
+        self._resets += 1
+        self._fc_answered = None
+        self._hb_last = _mono()
+        # The replaced consumer is deleted without waiting for the answer: it
+        # has no subscriber any more, and would also go by itself once its
+        # inactivity threshold passes.
+        try:
+            self._client.publish(f"{self._js._prefix}.CONSUMER.DELETE.{self.stream_name}.{old}")
+        except errors.Error:
+            pass
+
+    def _enqueue(self, kind: str) -> None:
+        if not self._ended:
+            self._q.put(([_Control(kind)], 0))
+
+    def _on_conn(self, event: str) -> None:
+        if event == "reconnected":
+            self._enqueue("reset")  # an ephemeral consumer may not have survived
+        elif event == "closed":
+            self._client._remove_listener(self._on_conn)
+
+    # -- heartbeat alarm (timer thread) --------------------------------------
+
+    def _watch(self) -> None:
+        if self._ended or self._closed:
+            self._ended = True
+            return
+        now = _mono()
+        seen = self._received + self._dropped
+        if seen != self._hb_seen:
+            self._hb_seen = seen
+            self._hb_last = now
+        elif now - self._hb_last >= self._alarm_after:
+            silent = now - self._hb_last
+            self._hb_last = now
+            if self._ordered is not None:
+                self._enqueue("reset")
+            else:
+                self._report(
+                    errors.HeartbeatAlarmError(
+                        f"nats: no message or heartbeat for {silent:.1f} s "
+                        f"on consumer {self.stream_name}/{self.consumer_name} (idle heartbeat "
+                        f"{self._hb:g} s)",
+                        last_stream_seq=self._sseq,
+                        last_consumer_seq=self._cseq,
+                    )
+                )
+        self._timer = self._client._scheduler.call_later(self._hb, self._watch)
+
+    # -- public -----------------------------------------------------------------
+
+    @property
+    def sequence_mismatch(self) -> errors.SequenceMismatchError | None:
+        """The open gap (reported, and no message delivered since), or None."""
+        return self._gap
+
+    @property
+    def delivered(self) -> int:
+        """User messages handed out (statuses are not counted)."""
+        return self._user_delivered
+
+    @property
+    def flow_control_answered(self) -> int:
+        """How many flow-control requests (or stalled notices) this subscription answered."""
+        return self._fc_count
+
+    @property
+    def resets(self) -> int:
+        """How many times an ordered subscription replaced its consumer."""
+        return self._resets
+
+    def consumer_info(self) -> ConsumerInfo:
+        """The consumer's current info from the server."""
+        resp = self._js._api_request(f"CONSUMER.INFO.{self.stream_name}.{self.consumer_name}")
+        info: ConsumerInfo = ConsumerInfo.from_response(resp)
+        return info
+
+    def unsubscribe(self, limit: int = 0) -> None:
+        """Stop receiving; the consumer is deleted per ``delete_consumer`` (errors raise)."""
+        super().unsubscribe(limit)
+        if limit > 0 and self._received < limit:
+            return
+        self._stop()
+        self._delete()
+
+    def drain(self, timeout: float | None = 30.0) -> None:
+        """Let what was sent arrive and be processed, then delete per ``delete_consumer``.
+
+        A failed delete goes to ``error_cb``.
+        """
+        super().drain(timeout)
+        self._stop()
+        try:
+            self._delete()
+        except errors.Error as exc:
+            self._report(exc)
+
+    def _stop(self) -> None:
+        self._ended = True
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
+        if self._ordered is not None:
+            self._client._remove_listener(self._on_conn)
+
+    def _delete(self) -> None:
+        policy = self._delete_policy
+        if policy == "never" or (policy == "if_created" and not self._created):
+            return
+        self._delete_policy = "never"  # once
+        if self._client.is_closed:
+            return
+        try:
+            self._js.delete_consumer(self.stream_name, self.consumer_name)
+        except errors.NotFoundError:
+            pass
+
+
+def subscribe(
+    js: JetStream,
+    subject: str | None,
+    queue: str | None = None,
+    *,
+    cb: Callable[[Msg], Any] | None = None,
+    durable: str | None = None,
+    stream: str | None = None,
+    consumer: str | None = None,
+    config: ConsumerConfigLike | None = None,
+    manual_ack: bool = False,
+    ordered_consumer: bool = False,
+    idle_heartbeat: float | None = None,
+    flow_control: bool = False,
+    deliver_policy: DeliverPolicy | str | None = None,
+    pending_msgs_limit: int = 65536,
+    pending_bytes_limit: int = 64 * 1024 * 1024,
+    heartbeat_alarm_factor: float = 3.0,
+    delete_consumer: str = "if_created",
+    error_cb: Callable[[BaseException], Any] | None = None,
+) -> JsSubscription:
+    """The ADR-15 workflow for a push subscription (see ``JetStream.subscribe``)."""
+    if delete_consumer not in DELETE_POLICIES:
+        raise errors.DeleteConsumerPolicyError(
+            f"delete_consumer must be one of {DELETE_POLICIES}, got {delete_consumer!r}"
+        )
+    if not heartbeat_alarm_factor > 0:
+        raise ValueError(f"heartbeat_alarm_factor must be positive, got {heartbeat_alarm_factor!r}")
+    user = wf.user_config(config)
+    changes: dict[str, Any] = {}
+    if idle_heartbeat is not None:
+        changes["idle_heartbeat"] = float(idle_heartbeat)
+    if flow_control:
+        changes["flow_control"] = True
+    if deliver_policy is not None:
+        changes["deliver_policy"] = DeliverPolicy(wf.value_of(deliver_policy))
+    if changes:
+        user = user.evolve(**changes)
+    if user.deliver_group:
+        if queue is not None and queue != user.deliver_group:
+            raise errors.QueueMismatchError(
+                f"queue {queue!r} and the config's deliver_group {user.deliver_group!r} differ"
+            )
+        queue = user.deliver_group
+    if ordered_consumer:
+        _check_ordered(queue, durable, consumer, manual_ack, user)
+    if queue is not None and (user.idle_heartbeat or user.flow_control):
+        raise errors.QueueHeartbeatError()
+    if user.max_waiting:
+        raise errors.SubscribeError(
+            "max_waiting is for pull consumers; a push subscription can't set it"
+        )
+    wf.check_target(subject, stream)
+    if consumer is not None:
+        if durable is not None and durable != consumer:
+            raise errors.DurableMismatchError(
+                f"consumer={consumer!r} and durable={durable!r} name different consumers"
+            )
+        name: str | None = wf.consumer_name(consumer, user)
+    else:
+        # ADR-15: a queue subscription without consumer or durable uses the queue
+        # name as durable, so that its members share one consumer.
+        name = wf.consumer_name(durable or (queue if not user.durable_name else None), user)
+    if stream is None:
+        assert subject
+        stream = wf.find_stream(js, subject)
+    client = js._client
+    common: dict[str, Any] = {
+        "js": js,
+        "stream": stream,
+        "delete_consumer": delete_consumer,
+        "manual_ack": manual_ack,
+        "alarm_factor": heartbeat_alarm_factor,
+        "error_cb": error_cb,
+    }
+    limits = (pending_msgs_limit, pending_bytes_limit)
+    if ordered_consumer:
+        return _subscribe_ordered(js, subject, cb, user, limits, common)
+    info = wf.lookup(js, stream, name) if name else None
+    if info is None and consumer is not None:
+        raise errors.ConsumerRequiredError(
+            f"consumer {consumer!r} does not exist on stream {stream!r}; create it first, "
+            "or pass durable= to have it created"
+        )
+    if info is not None:
+        wf.check_existing(info, subject=subject, pull=False, user=user, queue=queue)
+        sub = _js_sub(client, str(info.config.deliver_subject), queue, limits)
+        sub._bind(_State(info=info, created=False, track_gaps=queue is None, **common), cb)
+        return sub
+    # To be created: the NATS subscription comes first (ADR-15), on the deliver subject.
+    deliver = user.deliver_subject or client.new_inbox()
+    overrides: dict[str, Any] = {"deliver_subject": deliver}
+    if queue is not None:
+        overrides["deliver_group"] = queue
+    if user.idle_heartbeat is None and user.flow_control:
+        overrides["idle_heartbeat"] = DEFAULT_HEARTBEAT  # the server requires one with FC
+    cfg = wf.creation_config(user, name=name, subject=subject, **overrides)
+    sub = _js_sub(client, deliver, queue, limits)
+    try:
+        info, created = wf.create_or_bind(
+            js, stream, cfg, subject=subject, pull=False, user=user, queue=queue
+        )
+        if info.config.deliver_subject != deliver:
+            # Another member created the (queue) consumer first: move to its subject.
+            Subscription.unsubscribe(sub)
+            sub = _js_sub(client, str(info.config.deliver_subject), queue, limits)
+    except BaseException:
+        if not sub.is_closed:
+            Subscription.unsubscribe(sub)
+        raise
+    sub._bind(_State(info=info, created=created, track_gaps=queue is None, **common), cb)
+    return sub
+
+
+def _js_sub(
+    client: Client, subject: str, queue: str | None, limits: tuple[int, int]
+) -> JsSubscription:
+    sub: JsSubscription = client._subscribe_as(
+        JsSubscription, subject, queue, None, 0, limits[0], limits[1]
+    )
+    return sub
+
+
+def _check_ordered(
+    queue: str | None,
+    durable: str | None,
+    consumer: str | None,
+    manual_ack: bool,
+    user: ConsumerConfig,
+) -> None:
+    if queue is not None:
+        raise errors.OrderedQueueError()
+    bad = []
+    if durable or user.durable_name:
+        bad.append("durable")
+    if consumer or user.name:
+        bad.append("consumer")
+    if manual_ack:
+        bad.append("manual_ack")
+    if wf.value_of(user.ack_policy) not in (None, "none", "explicit"):  # explicit: the default
+        bad.append(f"ack_policy {wf.value_of(user.ack_policy)!r}")
+    if user.deliver_subject:
+        bad.append("deliver_subject")
+    if user.max_deliver and user.max_deliver != 1:
+        bad.append("max_deliver")
+    if bad:
+        raise errors.OrderedConfigError(
+            f"an ordered consumer is ephemeral and acks nothing; it can't take {', '.join(bad)}"
+        )
+
+
+def _subscribe_ordered(
+    js: JetStream,
+    subject: str | None,
+    cb: Callable[[Msg], Any] | None,
+    user: ConsumerConfig,
+    limits: tuple[int, int],
+    common: dict[str, Any],
+) -> JsSubscription:
+    client = js._client
+    prefix = client.new_inbox() + "."
+    base = wf.creation_config(
+        user,
+        name=None,
+        subject=subject,
+        ack_policy=AckPolicy.NONE,
+        flow_control=True,
+        idle_heartbeat=user.idle_heartbeat or DEFAULT_HEARTBEAT,
+        mem_storage=True,
+        num_replicas=1,
+        max_deliver=1,
+        ack_wait=ORDERED_ACK_WAIT,
+    )
+    first = base.evolve(deliver_subject=prefix + "1", name=f"{js._new_name()}_1")
+    # Each consumer the ordered subscription makes gets deliver subject
+    # <prefix><serial>; a reset moves the NATS subscription to the next one
+    # (the server takes only a literal subscription as a push consumer's interest).
+    sub = _js_sub(client, prefix + "1", None, limits)
+    try:
+        consumer = js._upsert_consumer(str(common["stream"]), first, {}, "create")
+    except BaseException:
+        Subscription.unsubscribe(sub)
+        raise
+    common = {**common, "delete_consumer": "always"}
+    state = _State(
+        info=consumer.cached_info,
+        created=True,
+        track_gaps=True,
+        ordered=base,
+        prefix=prefix,
+        **common,
+    )
+    sub._bind(state, cb)
+    return sub

@@ -1,0 +1,155 @@
+"""The write queue: encoded frames waiting for the socket, bounded while connected.
+
+This pure module is the specification of its Cython twin. It is sans-I/O: the
+connection owns the socket and the threads; this object only encodes and
+counts. Any thread appends; one thread at a time (the holder of the
+connection's write token) takes everything queued and writes it.
+
+``WriteQueue(limit)`` has these fields:
+
+- ``limit``: bytes the queue may hold while connected; ``open``: whether the
+  connection is connected (only then do ``pub``/``push`` queue anything);
+- ``nbytes``: bytes queued now; ``out_msgs``/``out_bytes``: publishes queued
+  so far and their payload bytes;
+- ``big``: set once a publish whose payload has at least ``GATHER_MIN`` bytes
+  was queued since the last ``take`` (the writer then uses a gather write);
+- ``kicked``: the writer thread was woken and has not yet looked at the queue;
+  ``pub``/``push`` wake it only when this is false (the writer clears it
+  *before* it takes, and writers append *before* they test it, so no wake-up
+  is lost).
+
+``pub(subject, payload, max_payload)`` queues ``PUB <subject> <len>\\r\\n<payload>\\r\\n``
+as one publish; ``ack(subject, body)`` queues the same frame for a server-made
+subject given as ``str`` (an ack), also as one publish; ``push(data, payload_len,
+msgs)`` queues an already encoded frame counted as ``msgs`` publishes of
+``payload_len`` payload bytes. Each returns:
+
+- ``QUEUED`` (0): queued; the writer is already awake;
+- ``KICK`` (1): queued; the caller must wake the writer (``kicked`` is now set);
+- ``FULL`` (2): nothing queued: the queue is not ``open``, or it holds bytes and
+  this frame would take it past ``limit`` (the caller makes room or buffers
+  for a reconnect, then uses ``push_always``);
+- ``TOO_BIG`` (3, ``pub`` only): nothing queued: the payload is longer than
+  ``max_payload``.
+
+A frame larger than ``limit`` is still queued when the queue is empty, so a
+single large message always fits. ``push_always(data, payload_len, msgs)``
+queues regardless of ``open``/``limit`` and returns ``QUEUED``/``KICK``;
+``push_front(data)`` puts bytes before everything queued (a failed write, or
+resubscriptions on reconnect) without counting publishes or waking anyone.
+``take()`` returns ``(chunks, nbytes)``: every chunk queued when it started,
+in order, and their size; it clears ``big``; ``len(q)`` is the number of
+chunks queued.
+
+Threads: the Cython twin runs each call without releasing the GIL, so each is
+atomic. This specification relies on the GIL not switching threads inside
+``+=`` on an int attribute (CPython switches only at calls and backward
+jumps), and never replaces its list, so a frame appended during ``take``
+is taken or stays queued.
+
+``pub`` takes a ``bytes`` subject and any bytes-like payload (its bytes are
+sent, and counted); ``ack`` a ``str`` subject, encoded as UTF-8
+(``surrogateescape``), and a ``bytes`` body; ``push``/``push_always``/
+``push_front`` take ``bytes``. Other types raise ``TypeError``. Lengths are
+written in ASCII decimal.
+"""
+
+from __future__ import annotations
+
+QUEUED = 0
+KICK = 1
+FULL = 2
+TOO_BIG = 3
+
+#: Payloads from this size on make ``big`` true: their frames are worth a
+#: gather write (no join copy) on their way to the socket.
+GATHER_MIN = 16 * 1024
+
+
+def _need(value: object, kind: type, name: str) -> None:
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {kind.__name__}, not {type(value).__name__}")
+
+
+class WriteQueue:
+    """Frames waiting for the socket; see the module docstring."""
+
+    __slots__ = ("_chunks", "big", "kicked", "limit", "nbytes", "open", "out_bytes", "out_msgs")
+
+    def __init__(self, limit: int) -> None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ValueError(f"WriteQueue: limit must be a positive int, got {limit!r}")
+        self._chunks: list[bytes] = []
+        self.limit = limit
+        self.nbytes = 0
+        self.open = False
+        self.big = False
+        self.kicked = False
+        self.out_msgs = 0
+        self.out_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def pub(self, subject: bytes, payload: bytes, max_payload: int) -> int:
+        _need(subject, bytes, "subject")
+        if type(payload) is not bytes:
+            payload = memoryview(payload).tobytes()  # any bytes-like object, by its bytes
+        plen = len(payload)
+        if plen > max_payload:
+            return TOO_BIG
+        frame = b"PUB %s %d\r\n%s\r\n" % (subject, plen, payload)
+        return self._add(frame, plen, 1)
+
+    def ack(self, subject: str, body: bytes) -> int:
+        _need(subject, str, "subject")
+        _need(body, bytes, "body")
+        frame = b"PUB %s %d\r\n%s\r\n" % (
+            subject.encode("utf-8", "surrogateescape"),
+            len(body),
+            body,
+        )
+        return self._add(frame, len(body), 1)
+
+    def push(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> int:
+        _need(data, bytes, "data")
+        return self._add(data, payload_len, msgs)
+
+    def _add(self, data: bytes, payload_len: int, msgs: int) -> int:
+        n = len(data)
+        if not self.open or (self.nbytes and self.nbytes + n > self.limit):
+            return FULL
+        return self.push_always(data, payload_len, msgs)
+
+    def push_always(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> int:
+        _need(data, bytes, "data")
+        self._chunks.append(data)
+        self.nbytes += len(data)
+        if msgs:
+            self.out_msgs += msgs
+            self.out_bytes += payload_len
+            if payload_len >= GATHER_MIN:
+                self.big = True
+        if self.kicked:
+            return QUEUED
+        self.kicked = True
+        return KICK
+
+    def push_front(self, data: bytes) -> None:
+        _need(data, bytes, "data")
+        self._chunks.insert(0, data)
+        self.nbytes += len(data)
+
+    def take(self) -> tuple[list[bytes], int]:
+        # The list is never replaced: a frame another thread appends while this
+        # runs is either taken or stays queued, never lost.
+        chunks = self._chunks
+        n = len(chunks)
+        if n == 0:
+            return [], 0
+        self.big = False
+        taken = chunks[:n]
+        del chunks[:n]
+        size = sum(map(len, taken))
+        self.nbytes -= size
+        return taken, size

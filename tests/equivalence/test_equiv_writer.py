@@ -1,0 +1,239 @@
+"""The write queue (``writer``): vectors against both implementations, and a differential test.
+
+Each vector is a sequence of operations on a fresh queue; every result, and
+the state after each step, must be what the specification says, in the pure
+module and in its Cython twin alike.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+Pair = tuple[SimpleNamespace, SimpleNamespace]
+
+
+def _state(q: Any) -> tuple[Any, ...]:
+    return (len(q), q.nbytes, q.out_msgs, q.out_bytes, q.big, q.kicked, q.open, q.limit)
+
+
+def test_codes_and_gather_threshold(impl: SimpleNamespace) -> None:
+    w = impl.writer
+    assert (w.QUEUED, w.KICK, w.FULL, w.TOO_BIG) == (0, 1, 2, 3)
+    assert w.GATHER_MIN == 16 * 1024
+
+
+def test_closed_queue_refuses_until_opened(impl: SimpleNamespace) -> None:
+    q = impl.writer.WriteQueue(100)
+    assert _state(q) == (0, 0, 0, 0, False, False, False, 100)
+    assert q.pub(b"a", b"x", 1000) == 2
+    assert q.push(b"PING\r\n") == 2
+    assert q.ack("$JS.ACK.s", b"+ACK") == 2
+    assert _state(q)[:4] == (0, 0, 0, 0)
+    q.open = True
+    assert q.pub(b"a", b"x", 1000) == 1  # the first frame wakes the writer
+    assert q.pub(b"a", b"y", 1000) == 0  # already woken
+    assert _state(q) == (2, 24, 2, 2, False, True, True, 100)
+
+
+def test_frames(impl: SimpleNamespace) -> None:
+    q = impl.writer.WriteQueue(1 << 30)
+    q.open = True
+    q.pub(b"foo.bar", b"hello", 10)
+    q.pub(b"x", b"", 10)
+    q.pub(b"x", bytearray(b"ab"), 10)
+    q.pub(b"x", memoryview(b"abcd")[1:3], 10)
+    q.pub(b"x", array("H", [1, 2]), 10)  # by its bytes: 4 of them
+    q.ack("$JS.ACK.S.c.1.2.3.4.5", b"+ACK")
+    q.ack("$JS.ACK.ünï", b"-NAK")
+    q.ack("$JS.ACK.\udcff", b"+TERM")
+    q.push(b"HPUB a 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", 2, 1)
+    q.push(b"PING\r\n")
+    chunks, size = q.take()
+    assert chunks == [
+        b"PUB foo.bar 5\r\nhello\r\n",
+        b"PUB x 0\r\n\r\n",
+        b"PUB x 2\r\nab\r\n",
+        b"PUB x 2\r\nbc\r\n",
+        b"PUB x 4\r\n\x01\x00\x02\x00\r\n",
+        b"PUB $JS.ACK.S.c.1.2.3.4.5 4\r\n+ACK\r\n",
+        "PUB $JS.ACK.ünï 4\r\n-NAK\r\n".encode(),
+        b"PUB $JS.ACK.\xff 5\r\n+TERM\r\n",
+        b"HPUB a 12 14\r\nNATS/1.0\r\n\r\nhi\r\n",
+        b"PING\r\n",
+    ]
+    assert size == sum(map(len, chunks))
+    assert all(type(c) is bytes for c in chunks)
+    # 5 publishes, 3 acks and the HPUB counted as one; PING is not a publish.
+    payload_bytes = 5 + 0 + 2 + 2 + 4 + 4 + 4 + 5 + 2
+    assert (q.out_msgs, q.out_bytes, q.nbytes, len(q)) == (9, payload_bytes, 0, 0)
+    assert q.take() == ([], 0)
+
+
+def test_limit(impl: SimpleNamespace) -> None:
+    def frame(payload: bytes) -> int:
+        return len(b"PUB s %d\r\n%s\r\n" % (len(payload), payload))
+
+    q = impl.writer.WriteQueue(40)
+    q.open = True
+    assert q.pub(b"s", b"x" * 100, 1000) == 1  # alone, a large frame always fits
+    assert q.pub(b"s", b"y", 1000) == 2  # full: nothing queued
+    assert (len(q), q.nbytes, q.out_msgs) == (1, frame(b"x" * 100), 1)
+    q.take()
+    q.limit = 80
+    assert q.pub(b"s", b"a" * 20, 1000) == 0  # kicked stays set until the writer clears it
+    assert q.nbytes == frame(b"a" * 20) == 32
+    assert q.pub(b"s", b"b" * 26, 1000) == 0  # 32 + 38 = 70 <= 80
+    assert q.pub(b"s", b"c", 1000) == 2  # 70 + 10 > 80
+    assert q.push(b"z" * 10) == 0  # 80 <= 80
+    assert q.push(b"z") == 2
+    assert q.push_always(b"PING\r\n") == 0  # bypasses the limit
+    assert q.nbytes == 86
+    q.kicked = False
+    assert q.push_always(b"w", 3, 2) == 1
+    assert (q.out_msgs, q.out_bytes) == (5, 100 + 20 + 26 + 3)
+    q.limit = 1000
+    assert q.pub(b"s", b"ok", 1000) == 0
+
+
+def test_too_big(impl: SimpleNamespace) -> None:
+    q = impl.writer.WriteQueue(10)
+    assert q.pub(b"s", b"x" * 11, 10) == 3  # checked before anything else
+    q.open = True
+    assert q.pub(b"s", b"x" * 11, 10) == 3
+    assert q.pub(b"s", b"x" * 10, 10) == 1
+    assert (len(q), q.out_msgs) == (1, 1)
+
+
+def test_big_flag_and_front(impl: SimpleNamespace) -> None:
+    w = impl.writer
+    q = w.WriteQueue(1 << 30)
+    q.open = True
+    q.pub(b"s", b"x" * (w.GATHER_MIN - 1), 1 << 20)
+    assert not q.big
+    q.push(b"raw" * 10000)  # not a publish: does not count
+    assert not q.big
+    q.pub(b"s", b"x" * w.GATHER_MIN, 1 << 20)
+    assert q.big
+    kicked = q.kicked
+    q.push_front(b"SUB a 1\r\n")
+    assert q.kicked == kicked  # push_front wakes nobody
+    chunks, _ = q.take()
+    assert chunks[0] == b"SUB a 1\r\n" and len(chunks) == 4
+    assert not q.big
+    q.push(b"x", w.GATHER_MIN, 1)
+    assert q.big
+
+
+def test_type_errors(impl: SimpleNamespace) -> None:
+    q = impl.writer.WriteQueue(100)
+    q.open = True
+    for call in (
+        lambda: q.pub("str", b"x", 10),
+        lambda: q.pub(None, b"x", 10),
+        lambda: q.pub(b"s", "text", 10),
+        lambda: q.pub(b"s", 5, 10),
+        lambda: q.pub(b"s", [1, 2], 10),
+        lambda: q.ack(b"bytes", b"+ACK"),
+        lambda: q.ack("s", "+ACK"),
+        lambda: q.push("text"),
+        lambda: q.push(None),
+        lambda: q.push_always(bytearray(b"x")),
+        lambda: q.push_front("x"),
+    ):
+        with pytest.raises(TypeError):
+            call()
+    assert (len(q), q.nbytes, q.out_msgs) == (0, 0, 0)
+    for bad in (0, -1, 1.5, True, "10"):
+        with pytest.raises(ValueError):
+            impl.writer.WriteQueue(bad)
+
+
+def test_take_while_others_append(impl: SimpleNamespace) -> None:
+    """No frame is lost or duplicated when takes run while other threads append."""
+    q = impl.writer.WriteQueue(1 << 40)
+    q.open = True
+    n_threads, per = 4, 5000
+    got: list[bytes] = []
+    done = threading.Event()
+
+    def writer(k: int) -> None:
+        for i in range(per):
+            q.pub(b"t%d" % k, b"%d" % i, 1 << 20)
+
+    def taker() -> None:
+        while not done.is_set() or len(q):
+            chunks, size = q.take()
+            assert size == sum(map(len, chunks))
+            got.extend(chunks)
+
+    t = threading.Thread(target=taker)
+    t.start()
+    ws = [threading.Thread(target=writer, args=(k,)) for k in range(n_threads)]
+    for w in ws:
+        w.start()
+    for w in ws:
+        w.join()
+    done.set()
+    t.join()
+    assert len(got) == n_threads * per and q.nbytes == 0
+    for k in range(n_threads):
+        mine = [c for c in got if c.startswith(b"PUB t%d " % k)]
+        assert mine == [b"PUB t%d %d\r\n%d\r\n" % (k, len(b"%d" % i), i) for i in range(per)]
+    assert q.out_msgs == n_threads * per
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("pub"), st.binary(min_size=1, max_size=8), st.binary(max_size=40)),
+        st.tuples(st.just("ack"), st.text(min_size=1, max_size=12), st.binary(max_size=6)),
+        st.tuples(st.just("push"), st.binary(max_size=30), st.integers(0, 50), st.integers(0, 3)),
+        st.tuples(st.just("always"), st.binary(max_size=30), st.integers(0, 50), st.integers(0, 3)),
+        st.tuples(st.just("front"), st.binary(max_size=30)),
+        st.tuples(st.just("take")),
+        st.tuples(st.just("open"), st.booleans()),
+        st.tuples(st.just("unkick")),
+        st.tuples(st.just("limit"), st.integers(1, 200)),
+    ),
+    max_size=40,
+)
+
+
+def _apply(q: Any, op: tuple[Any, ...]) -> Any:
+    kind = op[0]
+    if kind == "pub":
+        return q.pub(op[1], op[2], 32)
+    if kind == "ack":
+        return q.ack(op[1], op[2])
+    if kind == "push":
+        return q.push(op[1], op[2], op[3])
+    if kind == "always":
+        return q.push_always(op[1], op[2], op[3])
+    if kind == "front":
+        return q.push_front(op[1])
+    if kind == "take":
+        return q.take()
+    if kind == "open":
+        q.open = op[1]
+        return None
+    if kind == "unkick":
+        q.kicked = False
+        return None
+    q.limit = op[1]
+    return None
+
+
+@settings(max_examples=300)
+@given(limit=st.integers(1, 120), seq=ops)
+def test_differential(both: Pair, limit: int, seq: list[tuple[Any, ...]]) -> None:
+    py, c = (m.writer.WriteQueue(limit) for m in both)
+    for op in seq:
+        assert _apply(py, op) == _apply(c, op)
+        assert _state(py) == _state(c)
+    assert py.take() == c.take()
