@@ -451,7 +451,9 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self._target is not None:
             end = min(end, self._target)
         if isinstance(limit, ReadMaxRows):
-            end = min(end, first + limit.max_rows)
+            # Counted from the first message still stored: removed ones (allowed
+            # by failOnDataLoss=false) would otherwise make empty batches.
+            end = min(end, max(first, state.first_seq) + limit.max_rows)
         return self._offset(max(end, first))
 
     def _check_loss(self, first: int, state: StreamState) -> None:
@@ -479,6 +481,8 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         first, stop = self._seq_of(start), self._seq_of(end)
         read = self.opts.read
         state = self._state or self._stream_state()
+        if not self.opts.fail_on_data_loss:
+            first = max(first, state.first_seq)  # no tasks for what is gone
         return list(
             split(
                 read.stream,

@@ -157,9 +157,15 @@ def test_purged_messages_fail_the_query_unless_allowed(
         with pytest.raises(DataLossError, match=r"messages 11\.\.20"):
             run_batch(r, end, {"stream": stream_name, "seq": 31})
         with caplog.at_level(logging.WARNING, logger="jsclient.spark"):
-            nxt = lenient.latestOffset(end, ReadAllAvailable())
+            nxt = lenient.latestOffset(end, ReadMaxRows(5))
         assert "skipped (failOnDataLoss=false)" in caplog.text
-        assert run_batch(lenient, end, nxt) == list(range(21, 31))
+        # The limit counts from the first message still stored, not from the gap.
+        assert nxt["seq"] == 26
+        assert [(p.start, p.end) for p in lenient.partitions(end, nxt)] == [(21, 25)]
+        assert run_batch(lenient, end, nxt) == list(range(21, 26))
+        assert run_batch(lenient, nxt, lenient.latestOffset(nxt, ReadAllAvailable())) == list(
+            range(26, 31)
+        )
     finally:
         r.stop()
         lenient.stop()

@@ -96,7 +96,9 @@ def test_a_task_failing_half_way_and_retried_stores_each_row_once(
     assert 0 < before <= 600
     retry = writer.write_partition(iter(batches(BIN, rows)), 0, attempt=1)
     assert retry.published + retry.duplicates == 1000
-    assert retry.duplicates == before
+    # At least what was stored when the attempt died (the server may still have
+    # been storing messages the dead attempt had sent).
+    assert before <= retry.duplicates <= 600
     assert [m.data for m in messages(nc, stream_name)] == [r["data"] for r in rows]
 
 
