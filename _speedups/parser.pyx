@@ -203,10 +203,19 @@ cdef class Parser:
                 i += 1
             if end < 0 or end - pos > self.max_control_line:
                 limit = self.max_control_line
-                if n - pos >= 4 and _is(p + pos, b"INFO", 4):
+                # A read may end inside "INFO": judge it by the INFO limit until
+                # the name is complete (the bytes split anywhere rule).
+                if n - pos >= 4:
+                    if _is(p + pos, b"INFO", 4):
+                        limit = _MAX_INFO
+                elif end < 0 and _is(p + pos, b"INFO", n - pos):
                     limit = _MAX_INFO
                 if end < 0:
-                    if n - pos > limit:
+                    # A trailing CR may be the first half of the line's CRLF.
+                    i = n - pos
+                    if p[n - 1] == 13:
+                        i -= 1
+                    if i > limit:
                         raise ProtocolError("nats: protocol error: control line too long")
                     self._need = n - pos + 1
                     return pos

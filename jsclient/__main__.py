@@ -188,11 +188,20 @@ def bench(argv: Sequence[str]) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     ap.add_argument("--plot", metavar="FILE.png", help="bar chart of ratios (needs matplotlib)")
     ap.add_argument("--list", action="store_true", help="list the workloads and exit")
+    ap.add_argument(
+        "--reliability",
+        action="store_true",
+        help="run the reliability scenarios (kill -9, cluster failover, network faults, "
+        "soak, thread stress, fuzzing) at full size and print their figures",
+    )
     args = ap.parse_args(argv)
     if args.impl and args.impl != _impl.IMPL:
         # The implementation is chosen at import time: re-run with it selected.
         env = dict(os.environ, JSCLIENT_IMPL=args.impl)
         os.execve(sys.executable, [sys.executable, "-m", "jsclient", "bench", *argv], env)
+
+    if args.reliability:
+        return _reliability(args)
 
     import jsclient
     from jsclient import bench as b
@@ -245,6 +254,30 @@ def bench(argv: Sequence[str]) -> int:
     if args.plot:
         _plot(outcomes, args.plot)
     return 0
+
+
+def _reliability(args: argparse.Namespace) -> int:
+    import json
+
+    import jsclient
+    from jsclient.bench import reliability
+
+    if args.list:
+        for name, _ in reliability.scenarios():
+            print(name)
+        return 0
+    print(
+        f"jsclient {jsclient.__version__} (impl={_impl.IMPL}), Python "
+        f"{platform.python_version()}, {platform.machine()} {os.cpu_count()} cpu: "
+        f"reliability scenarios{' (quick)' if args.quick else ''}",
+        flush=True,
+    )
+    results = reliability.run(quick=args.quick, only=args.only, out=lambda s: print(s, flush=True))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"impl": _impl.IMPL, "quick": args.quick, "results": results}, f, indent=1)
+        print(f"wrote {args.json}")
+    return 1 if any(r["problems"] for r in results) else 0
 
 
 def _dist_version(name: str) -> str:

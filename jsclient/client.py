@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jsclient import _impl, errors
+from jsclient import _fork, _impl, errors
 from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
 from jsclient._threads import remaining as _left
 from jsclient.connection import (
     CLOSED,
     CONNECTED,
     DRAINING,
+    FORKED,
     RECONNECTING,
     Connection,
     Options,
@@ -54,18 +56,33 @@ class _InternalSub(SubState):
 
 
 class _Reply:
-    """A request waiting for its response: a pre-acquired lock released by the reader."""
+    """A request waiting for its response: a pre-acquired lock released when it is settled.
 
-    __slots__ = ("lock", "msg")
+    ``deliver`` (the reply, or None when the connection closed) sets ``done``;
+    ``wake`` with ``lead`` set hands the waiting thread the reading role (see
+    Connection.await_reply). Either may find the lock released already (a
+    leader's own routing delivers to it), so a second release is ignored.
+    """
+
+    __slots__ = ("done", "lead", "lock", "msg")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.lock.acquire()
         self.msg: Msg | None = None
+        self.done = False
+        self.lead = False
 
     def deliver(self, msg: Msg | None) -> None:
         self.msg = msg
-        self.lock.release()
+        self.done = True
+        self.wake()
+
+    def wake(self) -> None:
+        try:
+            self.lock.release()
+        except RuntimeError:
+            pass  # released already
 
 
 class _Waiter(Protocol):
@@ -126,13 +143,32 @@ class Client:
         self._closed_done = False
 
     def _start(self) -> None:
+        # Tracked before the socket exists, so a fork during connect is covered too.
+        _fork.track(self)
         try:
             self._conn.connect()
         except BaseException:
+            _fork.forget(self)
             self._timers.stop()
             self._callbacks.stop()
             raise
         self._schedule_ping()
+
+    def _after_fork_in_child(self) -> None:
+        """Fork hook (child): detach from the parent's socket; every use raises from now on.
+
+        Subscriptions end with ForkedConnectionError, so a ``next_msg`` in the
+        child raises instead of reading the parent's buffered messages (or
+        waiting on a queue whose producer does not exist here).
+        """
+        conn = self._conn
+        conn.after_fork_in_child()
+        if conn.status is not FORKED:
+            return
+        err = conn.forked_error()
+        for sub in list(self._subs.values()):
+            if isinstance(sub, Subscription):
+                sub._end_in_forked_child(err)
 
     # -- context manager ----------------------------------------------------
 
@@ -141,6 +177,11 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         if self.is_closed:
+            return
+        if self._conn.status is FORKED or self._conn.pid != os.getpid():
+            # Leaving a ``with`` block in a forked child: drop the child's copy
+            # quietly; the connection is the parent's to drain.
+            self._conn.after_fork_in_child()
             return
         try:
             self.drain()
@@ -289,12 +330,14 @@ class Client:
 
     def flush(self, timeout: float | None = 2.0) -> None:
         """Round trip to the server: everything published before has been processed."""
-        self._conn.flush(timeout)
+        self._conn.flush(timeout)  # raises ForkedConnectionError in a forked child
 
     # -- subscribing --------------------------------------------------------
 
     def _check_open(self) -> None:
-        status = self._conn.status
+        conn = self._conn
+        conn.check_owner()
+        status = conn.status
         if status is CLOSED:
             raise errors.ConnectionClosedError()
         if status is DRAINING:
@@ -404,6 +447,8 @@ class Client:
     def _ensure_resp_sub(self) -> str:
         prefix = self._resp_prefix
         if prefix is None:
+            # Before the lock: in a forked child it may be held forever.
+            self._check_open()
             with self._resp_lock:
                 if self._resp_prefix is None:
                     base = f"{self._opts.inbox_prefix}.{self._nuid.next().decode()}."
@@ -441,11 +486,17 @@ class Client:
         Raises NoRespondersError when nobody listens on ``subject`` (503) and
         TimeoutError when no reply comes within ``timeout``.
         """
+        # No fork check of its own: a forked connection refuses the write below.
         waiter = _Reply()
         hdr = _headers.encode(headers) if headers else None
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         token = self._send_request(subject, payload, hdr, waiter, inline=True)
-        if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+        if not self._conn.await_reply(waiter, deadline):
             self._resp_map.pop(token, None)
+            if self.is_closed:
+                # close() may not have reached this waiter yet (a thread that was
+                # reading for its reply sees the socket go first).
+                raise errors.ConnectionClosedError()
             raise errors.TimeoutError()
         msg = waiter.msg
         if msg is None:
@@ -657,6 +708,7 @@ class Client:
         """A JetStream context (ADR-37) on this connection."""
         from jsclient.jetstream.context import JetStream
 
+        self._conn.check_owner()
         return JetStream(self, **options)
 
     # -- draining and closing -----------------------------------------------
@@ -665,6 +717,7 @@ class Client:
         """Unsubscribe everything, process what is queued, flush, and close."""
         if self.is_closed:
             return
+        self._conn.check_owner()
         deadline = None if timeout is None else time.monotonic() + timeout
         conn = self._conn
         user_subs = [s for s in self._subs.values() if isinstance(s, Subscription)]
@@ -697,7 +750,15 @@ class Client:
             self.close()
 
     def close(self) -> None:
-        """Close now: buffered writes get a short best-effort flush; waiters are released."""
+        """Close now: buffered writes get a short best-effort flush; waiters are released.
+
+        In a forked child this only drops the child's copy of the socket and
+        raises ForkedConnectionError: the connection is the parent's to close.
+        """
+        conn = self._conn
+        if conn.status is FORKED or (conn.pid != os.getpid() and conn.status is not CLOSED):
+            conn.after_fork_in_child()
+            raise conn.forked_error()
         with self._close_lock:
             if self._closed_done:
                 return
@@ -719,3 +780,4 @@ class Client:
             self._callbacks.submit(self._opts.closed_cb)
         self._timers.stop()
         self._callbacks.stop()
+        _fork.forget(self)

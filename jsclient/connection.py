@@ -78,6 +78,14 @@ _HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
 #: flusher writes.
 _DONTWAIT: int = getattr(socket, "MSG_DONTWAIT", 0)
 _INLINE = _DONTWAIT != 0
+#: Requesters may read the socket themselves (needs non-blocking receives and poll()).
+_LEADER_FOLLOWER = _INLINE and hasattr(select, "poll")
+#: Who reads the socket (see Connection "reading").
+_READER = "reader"
+_LEADER = "leader"
+_LINGER = "linger"
+#: How long the reading role waits for the next request before the reader takes it back.
+LINGER = 0.001
 try:
     _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX")))
 except (AttributeError, ValueError, OSError):
@@ -90,6 +98,9 @@ CONNECTED = "CONNECTED"
 RECONNECTING = "RECONNECTING"
 DRAINING = "DRAINING"
 CLOSED = "CLOSED"
+# A copy of the connection in a child process after os.fork(): it must never
+# touch the socket it shares with the parent (see jsclient/_fork.py).
+FORKED = "FORKED"
 
 
 @dataclass
@@ -222,6 +233,7 @@ class Connection:
         self._owner = owner
         self.opts = opts
         self.status = CONNECTING
+        self.pid = os.getpid()  # the process that owns the socket
         self.server_info: dict[str, Any] = {}
         self.max_payload = 1024 * 1024
         self.connected_url: str | None = None
@@ -245,6 +257,17 @@ class Connection:
         self._wtoken = threading.Lock()  # held by whoever is writing to the socket
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
+        # read side: who reads the socket (see "reading" below)
+        self._rcond = threading.Condition(threading.Lock())
+        self._rstate = _READER
+        self._linger_since = 0.0
+        self._lf_waiters: list[Any] = []  # replies waited for while another thread reads
+        self._rbuf = bytearray(READ_BUFFER)
+        self._rview = memoryview(self._rbuf)
+        self._lead_poller: Any = None  # select.poll on the socket, for leading requesters
+        self._lead_sock: socket.socket | None = None
+        self._poller: Any = None  # select.poll on (socket, wake) for the reader thread
+        self._poll_sock: socket.socket | None = None
         # ping/pong
         self._pongs: deque[_Pong | None] = deque()
         self._pings_out = 0
@@ -433,7 +456,7 @@ class Connection:
         self._current = srv
         self.connected_url = srv.url
         self._is_tls = isinstance(sock, ssl.SSLSocket)
-        if self._is_tls and self._wake_r is None:
+        if self._wake_r is None:
             self._wake_r, self._wake_w = socket.socketpair()
             self._wake_r.setblocking(False)
             self._wake_w.setblocking(False)
@@ -568,6 +591,8 @@ class Connection:
     def _check_buffer(self, status: str, size: int) -> None:
         if status is CLOSED:
             raise errors.ConnectionClosedError()
+        if status is FORKED:
+            raise self.forked_error()
         if self._held + size > self.opts.reconnect_buffer_size:
             raise errors.OutboundBufferLimitError()
         self._held += size
@@ -667,9 +692,35 @@ class Connection:
 
     # -- reading -----------------------------------------------------------
 
+    # -- reading -----------------------------------------------------------
+    #
+    # Leader/follower: one thread at a time reads the socket, parses and
+    # routes. Normally that is the reader thread. A thread that has sent a
+    # request and waits for its reply (``await_reply``) may take over, so the
+    # reply wakes the waiting thread itself instead of waking the reader thread
+    # which then wakes it (one thread hop less per round trip):
+    #
+    # - READER: the reader thread reads; it waits in poll() on the socket and
+    #   a wake-up socket. A requester registers its reply waiter in
+    #   ``_lf_waiters`` and writes a wake-up byte; the reader, after its
+    #   current read, hands the role over by releasing that waiter's lock
+    #   with ``lead`` set (unless its reply already came) and parks.
+    # - LEADER: a requester reads until its own reply has been routed (its
+    #   routing delivers other replies and subscription messages as the
+    #   reader would), then hands the role to another waiting requester, or
+    # - LINGER: nobody reads, for at most ``LINGER`` seconds: the next request
+    #   (a loop of requests from one thread) leads at once, with no wake-up of
+    #   anyone. The parked reader thread checks every ``LINGER`` and takes the
+    #   role back once the linger is over.
+    #
+    # The reader thread also handles disconnects and reconnects; a leader
+    # that sees the socket fail reports it (``_lost``) and hands back.
+    # Over TLS (no concurrent reads with writes) and where sends cannot be
+    # made non-blocking, only the reader thread reads.
+
     def _read_loop(self) -> None:
-        buf = bytearray(READ_BUFFER)
-        view = memoryview(buf)
+        buf = self._rbuf
+        view = self._rview
         route = self._owner._route_events
         while self.status is not CLOSED:
             sock = self._sock
@@ -682,15 +733,20 @@ class Connection:
                     if not self._tls_io(sock, buf, view, route):
                         self._lost(sock)
                     continue
+                if self._rstate is not _READER and not self._await_reading(sock):
+                    continue
                 try:
-                    n = sock.recv_into(buf)
+                    n = self._recv(sock, view)
                 except OSError as exc:
                     self._lost(sock, exc)
                     continue
                 if n == 0:
                     self._lost(sock, errors.UnexpectedEOF())
                     continue
-                self._feed(sock, view[:n].tobytes(), route)
+                if n > 0:
+                    self._feed(sock, view[:n].tobytes(), route)
+                if self._lf_waiters:
+                    self._hand_over()
             except Exception as exc:
                 # Never let the reader die: report, drop the socket, reconnect.
                 log.exception("jsclient: unexpected error on the reader thread")
@@ -699,6 +755,160 @@ class Connection:
                     self._lost(sock, exc)
                 elif self._closing.wait(0.1):
                     return
+
+    def _recv(self, sock: socket.socket, view: memoryview) -> int:
+        """Reader thread: bytes read into ``view``; -1 when woken with nothing to read."""
+        try:
+            return sock.recv_into(view, 0, _DONTWAIT)
+        except BlockingIOError:
+            pass
+        poller = self._poller
+        if poller is None or self._poll_sock is not sock:
+            poller = self._poller = select.poll()
+            self._poll_sock = sock
+            poller.register(sock, select.POLLIN)
+            if self._wake_r is not None:
+                poller.register(self._wake_r, select.POLLIN)
+        for fd, _ in poller.poll(_FLUSH_WAIT * 1000):
+            if fd != sock.fileno():
+                self._drain_wake()
+        try:
+            return sock.recv_into(view, 0, _DONTWAIT)
+        except BlockingIOError:
+            return -1
+
+    def _drain_wake(self) -> None:
+        wake = self._wake_r
+        if wake is not None:
+            try:
+                while wake.recv(4096):
+                    pass
+            except (BlockingIOError, InterruptedError, OSError):
+                pass
+
+    def _await_reading(self, sock: socket.socket) -> bool:
+        """Reader thread, parked while a requester reads: True once the role is back."""
+        with self._rcond:
+            while True:
+                if self._rstate is _LINGER and time.monotonic() - self._linger_since >= LINGER:
+                    self._rstate = _READER
+                if self._rstate is _READER:
+                    return True
+                if self.status is CLOSED or self._sock is not sock:
+                    return False
+                self._rcond.wait(LINGER)
+
+    def _hand_over(self) -> None:
+        """Reader thread: give the reading role to a requester that asked for it."""
+        with self._rcond:
+            if self._rstate is _READER and self._give_lead():
+                return
+
+    def _give_lead(self) -> bool:
+        """With ``_rcond`` held: make the first waiting requester the reader; False if none."""
+        waiters = self._lf_waiters
+        while waiters:
+            w = waiters.pop(0)
+            if not w.done:
+                self._rstate = _LEADER
+                w.lead = True
+                w.wake()
+                return True
+        return False
+
+    def await_reply(self, waiter: Any, deadline: float | None) -> bool:
+        """Wait for ``waiter`` (a request's reply); True when it was delivered.
+
+        Reads the socket on this thread when allowed (see "reading" above).
+        """
+        if not _LEADER_FOLLOWER or self._is_tls or self._sock is None:
+            return _acquire(waiter.lock, deadline)
+        with self._rcond:
+            state = self._rstate
+            if state is _LINGER:
+                self._rstate = _LEADER
+                lead = True
+            else:
+                lead = False
+                self._lf_waiters.append(waiter)
+        if not lead:
+            if state is _READER:
+                self._wake_reader()
+            if not _acquire(waiter.lock, deadline):
+                with self._rcond:
+                    if not waiter.lead:
+                        if waiter in self._lf_waiters:
+                            self._lf_waiters.remove(waiter)
+                        return bool(waiter.done)
+                # Made the reader just as the wait ran out: pass the role on.
+                self._end_lead()
+                return bool(waiter.done)
+            if not waiter.lead:
+                return True  # the reply came; another thread read it
+        self._lead(waiter, deadline)
+        if not waiter.done and self.status is not CLOSED:
+            # The socket failed under this thread: the reader thread takes over
+            # (and reconnects); wait out the deadline as any waiter would.
+            _acquire(waiter.lock, deadline)
+        return bool(waiter.done)
+
+    def _wake_reader(self) -> None:
+        w = self._wake_w
+        if w is not None:
+            try:
+                w.send(b"\1")
+            except OSError:
+                pass
+
+    def _lead(self, waiter: Any, deadline: float | None) -> None:
+        """Read, parse and route on this thread until ``waiter`` has its reply."""
+        sock = self._sock
+        route = self._owner._route_events
+        view = self._rview
+        try:
+            if sock is None:
+                return
+            poller = self._lead_poller
+            if poller is None or self._lead_sock is not sock:
+                poller = self._lead_poller = select.poll()
+                self._lead_sock = sock
+                poller.register(sock, select.POLLIN)
+            # The request was just sent: wait for readability first (a receive
+            # now would almost always find nothing).
+            while not waiter.done:
+                if self._sock is not sock or self.status is CLOSED:
+                    return
+                left = _timeout(deadline)
+                if left is not None and left <= 0:
+                    return
+                wait = _FLUSH_WAIT if left is None else min(left, _FLUSH_WAIT)
+                if not poller.poll(wait * 1000):
+                    continue
+                try:
+                    n = sock.recv_into(view, 0, _DONTWAIT)
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    self._lost(sock, exc)
+                    return
+                if n == 0:
+                    self._lost(sock, errors.UnexpectedEOF())
+                    return
+                self._feed(sock, view[:n].tobytes(), route)
+        finally:
+            self._end_lead(sock)
+
+    def _end_lead(self, sock: socket.socket | None = None) -> None:
+        """The leader is done: the next waiting requester leads, else linger."""
+        with self._rcond:
+            if self._give_lead():
+                return
+            if sock is None or self._sock is not sock or self.status is CLOSED:
+                self._rstate = _READER  # the reader thread takes over (reconnects)
+                self._rcond.notify_all()
+                return
+            self._rstate = _LINGER
+            self._linger_since = time.monotonic()
 
     def _feed(
         self, sock: socket.socket, data: bytes, route: Callable[[list[tuple[Any, ...]]], None]
@@ -920,6 +1130,7 @@ class Connection:
     def flush(self, timeout: float | None) -> None:
         """PING and wait for its PONG; across a reconnect, ping again on the new socket."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        self.check_owner()
         while True:
             if self.status is CLOSED:
                 raise errors.ConnectionClosedError()
@@ -948,11 +1159,49 @@ class Connection:
                 return
             # The connection dropped before the PONG: try again once reconnected.
 
+    # -- fork safety --------------------------------------------------------
+
+    def forked_error(self) -> errors.ForkedConnectionError:
+        return errors.ForkedConnectionError(self.pid, os.getpid())
+
+    def check_owner(self) -> None:
+        """Raise ForkedConnectionError in a process other than the one that connected.
+
+        The fork hook normally marks the copy already; the pid comparison also
+        catches a fork that bypassed Python's at-fork hooks.
+        """
+        if self.status is FORKED:
+            raise self.forked_error()
+        if self.pid != os.getpid():
+            self.after_fork_in_child()
+            if self.status is FORKED:
+                raise self.forked_error()
+
+    def after_fork_in_child(self) -> None:
+        """In a forked child: mark this copy forked and drop the child's descriptors.
+
+        Only this process's copies of the descriptors are closed (no
+        ``shutdown``, no bytes): the parent's socket is untouched. The threads
+        do not exist in the child, and their locks may be held forever, so
+        nothing here takes a lock or waits.
+        """
+        if self.status is CLOSED or self.status is FORKED:
+            return
+        self._set_status(FORKED)
+        socks = (self._sock, self._wake_r, self._wake_w)
+        self._sock = self._wake_r = self._wake_w = None
+        for s in socks:
+            if s is not None:
+                _close_quietly(s)
+
     # -- closing ------------------------------------------------------------
 
     def close(self, flush_timeout: float = 1.0) -> None:
         """Flush what is buffered (best effort), then tear down sockets and threads."""
         if self.status is CLOSED:
+            return
+        if self.status is FORKED or self.pid != os.getpid():
+            self.after_fork_in_child()
             return
         if self.status is CONNECTED or self.status is DRAINING:
             deadline = time.monotonic() + flush_timeout
@@ -1025,7 +1274,25 @@ def err_to_exception(text: str) -> errors.Error:
         return errors.StaleConnectionError(f"nats: {text}")
     if "maximum payload" in low:
         return errors.MaxPayloadError(f"nats: {text}")
+    if low.startswith("permissions violation"):
+        # Permissions Violation for Publish to "subject" (or Subscription to ...)
+        words = text.split(None, 5)
+        op = words[3].lower() if len(words) > 3 else ""
+        subject = words[5].strip().strip('"') if len(words) > 5 else ""
+        return errors.PermissionViolationError(f"nats: {text}", op, subject)
     return errors.Error(f"nats: {text}")
+
+
+def _timeout(deadline: float | None) -> float | None:
+    """Seconds left until ``deadline`` (monotonic); None: no limit."""
+    if deadline is None:
+        return None
+    return max(0.0, deadline - time.monotonic())
+
+
+def _acquire(lock: Any, deadline: float | None) -> bool:
+    left = _timeout(deadline)
+    return bool(lock.acquire(timeout=-1 if left is None else left))
 
 
 def _gather(chunks: list[bytes]) -> list[bytes | memoryview]:
@@ -1051,7 +1318,7 @@ def _send_bufs(
     """Write ``bufs`` in order; with ``MSG_DONTWAIT`` return what the socket did not take."""
     while bufs:
         try:
-            if _HAS_SENDMSG:
+            if _HAS_SENDMSG and len(bufs) > 1:
                 sent = sock.sendmsg(bufs[:_IOV_MAX], (), flags)
             else:
                 sent = sock.send(bufs[0], flags)

@@ -169,6 +169,31 @@ class MsgAlreadyAckdError(Error, _ne.MsgAlreadyAckdError):
         Error.__init__(self, message)
 
 
+class ForkedConnectionError(Error):
+    """A client connected in one process was used after ``os.fork()`` in a child.
+
+    The child shares the parent's socket, so it must never write to it (its
+    bytes would interleave with the parent's) nor close it. Connect again in
+    the child instead. ``owner_pid`` is the process that connected, ``pid``
+    the process that tried to use the client.
+    """
+
+    default_message = "nats: connection was made in another process; connect again after fork"
+
+    def __init__(self, owner_pid: int = 0, pid: int = 0, message: str | None = None) -> None:
+        Error.__init__(
+            self,
+            message
+            or (
+                f"nats: this client was connected in process {owner_pid} and cannot be used "
+                f"in process {pid} after os.fork(); call jsclient.connect() in the child "
+                "process (the parent's connection is left untouched)"
+            ),
+        )
+        self.owner_pid = owner_pid
+        self.pid = pid
+
+
 class SlowConsumerError(Error, _ne.SlowConsumerError):
     """A subscription's pending limits were exceeded; messages were dropped.
 
@@ -189,6 +214,22 @@ class SlowConsumerError(Error, _ne.SlowConsumerError):
         self.dropped = dropped
         self.reply = ""
         self.sub = None  # type: ignore[assignment]
+
+
+class PermissionViolationError(Error):
+    """The server refused an operation for lack of permission (``-ERR 'Permissions
+    Violation for Publish to "x"'``). The connection stays open.
+
+    ``operation`` is ``"publish"`` or ``"subscription"`` (as the server words
+    it, lower-cased; "" if unknown) and ``subject`` the subject refused.
+    """
+
+    default_message = "nats: permissions violation"
+
+    def __init__(self, message: str | None = None, operation: str = "", subject: str = "") -> None:
+        Error.__init__(self, message)
+        self.operation = operation
+        self.subject = subject
 
 
 # --------------------------------------------------------------------------

@@ -113,6 +113,18 @@ class Subscription(SubState):
             self._closed = True
             self._q.put(_Closed(error))
 
+    def _end_in_forked_child(self, error: BaseException) -> None:
+        """Fork hook (child): readers get ``error``, never the parent's buffered messages.
+
+        A fresh queue: the old one's lock may be held by a reader thread that
+        does not exist in the child. ``unsubscribe``/``drain`` still go to the
+        client, which raises the same error.
+        """
+        self._local.clear()
+        q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        q.put(_Closed(error))
+        self._q = q
+
     def _take(self, timeout: float | None) -> Msg:
         """Consumer side: the next message, or raise queue.Empty / the close reason."""
         local = self._local

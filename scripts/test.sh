@@ -6,8 +6,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 echo "== ruff"
-ruff check jsclient pyspark_jetstream tests benchmarks setup.py
-ruff format --check jsclient pyspark_jetstream tests benchmarks setup.py
+ruff check jsclient pyspark_jetstream tests benchmarks examples setup.py
+ruff format --check jsclient pyspark_jetstream tests benchmarks examples setup.py
 echo "== mypy (strict)"
 mypy
 for impl in c python; do
@@ -23,7 +23,8 @@ python -m pytest -q -m wheel tests/packaging
 # quick suite with the speedups, and the wheel test built with that Python.
 QUICK=(tests/unit tests/equivalence tests/integration/test_core_pubsub.py
        tests/integration/test_pull_fetch.py tests/integration/test_pull_subscribe.py
-       tests/integration/test_push_subscribe.py tests/integration/test_js_publish.py)
+       tests/integration/test_push_subscribe.py tests/integration/test_js_publish.py
+       tests/integration/test_fork.py tests/django)
 ran=("$(python -c 'import platform; print(platform.python_version())') (full suite)")
 for v in 3.12 3.13; do
     if ! py=$(bash scripts/find-python.sh "$v"); then

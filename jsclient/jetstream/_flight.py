@@ -7,6 +7,7 @@ names) so that both modules stay small; nothing here starts a thread.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures._base import PENDING
@@ -62,6 +63,11 @@ DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (
     errors.ServiceUnavailableError,
     errors.OutboundBufferLimitError,
     errors.ConnectionReconnectingError,
+    # An ack that never came (a stream leader stepping down drops publishes):
+    # retried only for a flight carrying a Nats-Msg-Id, which every flight
+    # does when retries are on, so a message that was stored after all is
+    # dropped by the stream's duplicate window instead of stored twice.
+    errors.TimeoutError,
 )
 
 
@@ -71,16 +77,31 @@ class RetryConfig:
 
     ``attempts`` counts every publish of a message, the first included.
     ``backoff`` is the wait before the 1st, 2nd, ... retry in seconds (the last
-    value repeats). ``deadline`` (seconds from the first attempt) stops new
-    retries. ``retry_on`` lists the retryable errors (503 / no responders /
-    connection loss by default); an ack that times out while the connection is
-    down counts as ``PublishDisconnectedError``.
+    value repeats); each wait is shortened by a random part of up to
+    ``jitter`` of it, so retries of many messages spread out. The waits are
+    short and capped (0.1, 0.25, then 0.5 s) so that a stream that becomes
+    writable again (a new leader elected) is found within half a second.
+    ``deadline`` (seconds from the first attempt) stops new retries; to ride
+    out a leader election (4 to 9 s) give enough ``attempts`` or a deadline.
+    ``retry_on`` lists the retryable errors (503 / no responders / connection
+    loss, and ack timeouts of flights with a Nats-Msg-Id, by default); an ack
+    that times out while the connection is down counts as
+    ``PublishDisconnectedError``.
+
+    ``probe_after``: when messages wait for acks and no reply at all has come
+    for this many seconds (a stream leader died or stepped down and dropped
+    them), the oldest is sent again with its Nats-Msg-Id as a probe, once per
+    ``probe_after``; as soon as a probe is acked, every message still waiting
+    is sent again at once, instead of each waiting out its ``wait_timeout``.
+    Re-sends keep the attempt's ack deadline. None turns probing off.
     """
 
     attempts: int = 2
-    backoff: tuple[float, ...] = (0.25, 0.25, 0.5, 0.5, 3.0, 5.0)
+    backoff: tuple[float, ...] = (0.1, 0.25, 0.5)
     deadline: float | None = None
     retry_on: tuple[type[BaseException], ...] = DEFAULT_RETRY_ON
+    jitter: float = 0.2
+    probe_after: float | None = 0.5
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backoff", tuple(float(b) for b in self.backoff))
@@ -91,11 +112,18 @@ class RetryConfig:
             raise ValueError("RetryConfig.backoff needs one or more non-negative delays")
         if self.deadline is not None and self.deadline <= 0:
             raise ValueError("RetryConfig.deadline must be positive")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError("RetryConfig.jitter must be between 0 and 1")
+        if self.probe_after is not None and self.probe_after <= 0:
+            raise ValueError("RetryConfig.probe_after must be positive (or None)")
 
     def delay(self, attempts_made: int) -> float:
         """The wait before the next publish once ``attempts_made`` attempts failed."""
         backoff = self.backoff
-        return backoff[min(attempts_made, len(backoff)) - 1]
+        base = backoff[min(attempts_made, len(backoff)) - 1]
+        if self.jitter:
+            base -= base * self.jitter * random.random()
+        return base
 
     def retry_at(self, flight: Flight, exc: BaseException, now: float) -> float | None:
         """When to publish ``flight`` again after ``exc``, or None for no retry."""

@@ -33,7 +33,14 @@ once their backoff has passed, so a failing flight never blocks the publish
 runner; a retried message may therefore land after messages queued later. The
 flight id goes out as ``Nats-Msg-Id`` (unless the caller gave one), so the
 stream's duplicate window drops a retry of a message that was in fact stored.
-A retried flight keeps its place in the window until it is settled.
+A retried flight keeps its place in the window until it is settled. With
+retries on, an ack timeout is retried too (the Nats-Msg-Id makes it safe), and
+a stall (messages waiting, no reply at all for ``RetryConfig.probe_after``,
+as when a stream leader dies or steps down and drops what it was sent) is
+probed: the oldest waiting message is sent again, and once that probe is
+acked everything still waiting is sent again at once, so publishing resumes
+within a probe interval of the stream answering instead of after
+``wait_timeout``.
 Expectation failures (API errors 10060, 10070, 10071) are never retried and set
 ``flight.expectation_failed``.
 
@@ -155,16 +162,23 @@ class Publisher:
         # attempt stays until it is settled or retried.
         self._in_flight: set[Flight] = set()
         self._done: deque[Flight] = deque()  # flights whose current attempt finished
-        # Ack clocks in publish order. First sends, by the publish runner: the
+        # Ack clocks. First sends, by the publish runner, in publish order: the
         # flight itself (due at publish_time + wait_timeout while it is on its
-        # first send). Retries and re-sends, by the flights runner: (due,
-        # flight, send generation).
+        # first send). Retries and re-sends, by the flights runner: a heap of
+        # (due, tie-breaker, flight, send generation) (a probe re-send keeps its
+        # attempt's earlier deadline, so these are not in publish order).
         self._timeline: deque[Flight] = deque()
-        self._retry_timeline: deque[tuple[float, Flight, int]] = deque()
+        self._retry_timeline: list[tuple[float, int, Flight, int]] = []
         # (due, tie-breaker, flight, is a new attempt): retries and 503 re-sends,
         # a heap the flights runner alone touches.
         self._retries: list[tuple[float, int, Flight, bool]] = []
         self._retry_ids = itertools.count()
+        # Stall probing (see RetryConfig.probe_after): when a reply last came,
+        # the probe in flight and when it was sent.
+        self._probe_after = None if retry is None else retry.probe_after
+        self._last_reply = 0.0
+        self._probe: Flight | None = None
+        self._probe_time = 0.0
         self._publishing = False  # the publish runner holds a taken, unfinished batch
         self._settling = 0  # settled flights whose futures and hooks are still running
         self._processing = False  # the flights runner is taking flights from _done
@@ -541,10 +555,22 @@ class Publisher:
         # Back in the window (a flight whose reply looked like an ack but was
         # not may have left it).
         self._in_flight.update(flights)
-        timeline = self._retry_timeline
+        timeline, ids = self._retry_timeline, self._retry_ids
         for flight in flights:
             gen = flight._gen = flight._gen + 1
-            timeline.append((due, flight, gen))  # before the write: the ack may come first
+            # before the write: the ack may come first
+            heapq.heappush(timeline, (due, next(ids), flight, gen))
+        self._sent(flights, self._client._send_request_batch(flights))
+
+    def _resend_same(self, pairs: list[tuple[Flight, float]]) -> None:
+        """Send flights again within their current attempt, each keeping its ack
+        deadline (stall probes and the re-sends after a probe was acked)."""
+        flights = [f for f, _ in pairs]
+        self._in_flight.update(flights)
+        timeline, ids = self._retry_timeline, self._retry_ids
+        for flight, due in pairs:
+            gen = flight._gen = flight._gen + 1
+            heapq.heappush(timeline, (due, next(ids), flight, gen))
         self._sent(flights, self._client._send_request_batch(flights))
 
     def _sent(self, flights: list[Flight], failed: list[tuple[Flight, BaseException]]) -> None:
@@ -612,6 +638,9 @@ class Publisher:
         settled: list[tuple[Flight, int]] = []  # the failed and timed out
         replied: list[Flight] = []
         done = self._done
+        resume = False
+        if done:
+            self._last_reply = now
         for _ in range(len(done)):
             flight = done.popleft()
             reply = flight._reply
@@ -634,6 +663,8 @@ class Publisher:
                         continue
                 if flight.error is not None:
                     flight.error = None  # of an earlier attempt
+                if flight is self._probe:
+                    resume = True
                 acked.append(flight)
             else:
                 failure = self._reply_error(flight, reply, now)
@@ -651,14 +682,20 @@ class Publisher:
                 self._expire(flight, now, settled)
         later = self._retry_timeline
         while later:
-            deadline, flight, gen = later[0]
+            deadline, _, flight, gen = later[0]
             if flight._gen != gen or flight._token is None:
-                later.popleft()
+                heapq.heappop(later)
             elif deadline > now:
                 break
             else:
-                later.popleft()
+                heapq.heappop(later)
                 self._expire(flight, now, settled)
+        probe_after = self._probe_after
+        if probe_after is not None and not self._stopped:
+            if resume:
+                self._resume_stalled()
+            elif now - self._last_reply >= probe_after and now - self._probe_time >= probe_after:
+                self._send_probe(now, probe_after)
         heap = self._retries
         if heap and heap[0][0] <= now and not self._stopped:
             again: list[Flight] = []
@@ -681,6 +718,49 @@ class Publisher:
                     self._announce(flight)
         if acked or settled:
             self._settle(acked, settled)
+
+    def _waiting(self) -> list[tuple[Flight, float]]:
+        """Every send still waiting for its reply, with its ack deadline."""
+        out = [(f, f.publish_time + self.wait_timeout) for f in self._timeline]
+        out = [(f, due) for f, due in out if f._gen == 1 and f._token is not None]
+        out += [(f, due) for due, _, f, gen in self._retry_timeline if f._gen == gen]
+        return [(f, due) for f, due in out if f._token is not None]
+
+    def _send_probe(self, now: float, probe_after: float) -> None:
+        """No reply at all for ``probe_after``: send the oldest waiting flight again
+        (same Nats-Msg-Id, same deadline) to find out when the stream answers again."""
+        if not self._client.is_connected:
+            return  # a disconnect fails the waiting attempts itself
+        waiting = self._waiting()
+        if not waiting:
+            return
+        flight, due = min(waiting, key=lambda p: p[1])
+        if due - self.wait_timeout > now - probe_after:
+            return  # the oldest has not waited that long yet
+        token = flight._token
+        if token is None or self._client._resp_map.pop(token, None) is None:
+            return  # its reply is on the way
+        flight._token = None
+        self._probe, self._probe_time = flight, now
+        self._resend_same([(flight, due)])
+
+    def _resume_stalled(self) -> None:
+        """The probe was acked: the stream answers again, so what was sent before
+        the probe and is still waiting was most likely dropped: send it all again."""
+        since, self._probe = self._probe_time, None
+        resp_map, wait = self._client._resp_map, self.wait_timeout
+        again: list[tuple[Flight, float]] = []
+        seen: set[int] = set()
+        for flight, due in self._waiting():
+            token = flight._token
+            if id(flight) in seen or due - wait >= since or token is None:
+                continue
+            if resp_map.pop(token, None) is not None:
+                seen.add(id(flight))
+                flight._token = None
+                again.append((flight, due))
+        if again:
+            self._resend_same(again)
 
     def _reply_error(self, flight: Flight, reply: Any, now: float) -> BaseException | None:
         """The error an attempt ended with; None when a 503 is re-sent instead."""
@@ -716,10 +796,15 @@ class Publisher:
             )
             if self._retried_later(flight, cause, now):
                 return
-        flight.timed_out = True
-        flight.error = errors.TimeoutError(
+        error = errors.TimeoutError(
             f"nats: no publish ack for {flight.id} within {self.wait_timeout} s"
         )
+        # With a Nats-Msg-Id a retry is safe (the stream drops a second copy),
+        # so a dropped publish is retried like a 503.
+        if _has_msg_id(flight) and self._retried_later(flight, error, now):
+            return
+        flight.timed_out = True
+        flight.error = error
         settled.append((flight, _TIMED_OUT))
 
     def _attempt_failed(
@@ -911,3 +996,8 @@ class Publisher:
                 _set(fut, exc=f.error)
             if f._state == PENDING:
                 _set(f, exc=f.error)
+
+
+def _has_msg_id(flight: Flight) -> bool:
+    hdr = flight._hdr
+    return hdr is not None and b"nats-msg-id:" in hdr.lower()

@@ -22,7 +22,10 @@ Rules (both twins follow them to the byte):
   operation, matched case-insensitively.
 - Numbers (sid, sizes) are ASCII digits only, at most 18 of them.
 - A control line longer than ``max_control_line`` bytes (``INFO``: 1 MiB) is an
-  error, whether or not its CRLF has arrived yet.
+  error, whether or not its CRLF has arrived yet (a trailing CR is not counted
+  while its LF may still come, and a line that so far reads as a prefix of
+  ``INFO`` gets the ``INFO`` limit), so the verdict never depends on where
+  a read ended.
 - A payload larger than ``max_payload``, a header size above the total size,
   or a payload not followed by CRLF is an error.
 - Any error raises :class:`jsclient.errors.ProtocolError`; its ``events``
@@ -122,10 +125,15 @@ class Parser:
             end = data.find(b"\r\n", pos)
             if end < 0 or end - pos > self.max_control_line:
                 limit = self.max_control_line
-                if data[pos : pos + 4].upper() == b"INFO":
+                head4 = data[pos : pos + 4].upper()
+                # A read may end inside "INFO": judge it by the INFO limit until
+                # the name is complete (the bytes split anywhere rule).
+                if head4 == b"INFO"[: len(head4)] and (end < 0 or len(head4) == 4):
                     limit = MAX_INFO_LINE
                 if end < 0:
-                    if n - pos > limit:
+                    # A trailing CR may be the first half of the line's CRLF.
+                    have = n - pos - (1 if data[n - 1] == 13 else 0)
+                    if have > limit:
                         raise ProtocolError("nats: protocol error: control line too long")
                     self._need = n - pos + 1
                     return pos

@@ -220,6 +220,7 @@ class _FakeStream:
         self.delay = delay
         self.silent = silent
         self.seq = 0
+        self.got = 0  # publishes received
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="fake-stream", daemon=True)
         self.thread.start()
@@ -234,6 +235,7 @@ class _FakeStream:
             except errors.Error:
                 return
             got += 1
+            self.got = got
             if got in self.silent:
                 continue
             time.sleep(self.delay)
@@ -376,6 +378,75 @@ def test_ack_timeouts_while_disconnected_are_retried(nats_server: NatsServer, nc
     assert all(f.result().attempts >= 2 for f in futs)
     # each attempt was buffered and sent on reconnect; Nats-Msg-Id kept one copy
     assert js.stream("F").info().state.messages == 5
+
+
+def test_ack_timeout_with_msg_ids_is_retried(nc: Client) -> None:
+    # The stand-in stream drops the first publish (as a stream leader stepping
+    # down does): with retries on, every flight carries a Nats-Msg-Id, so its
+    # ack timeout is retried like a 503 instead of failing the message.
+    fake = _FakeStream(nc, "fake.>", delay=0.0, silent=(1,))
+    try:
+        retry = RetryConfig(attempts=3, backoff=(0.05,), probe_after=None)
+        pub, rec = _publisher(nc.jetstream(), wait_timeout=0.5, retry=retry)
+        with pub:
+            fut = pub.publish_async("fake.x", b"dropped once")
+        flight = fut.result(5)
+        assert flight.publish_ack_future.result(5).seq == 1
+        assert flight.attempts == 2 and not flight.timed_out and flight.error is None
+        assert pub.timed_out_count == 0 and not rec.timeouts
+        assert [type(e) for e in rec.retry_errors] == [errors.TimeoutError]
+        assert fake.got == 2
+    finally:
+        fake.close()
+
+
+def test_stall_is_probed_and_everything_waiting_is_resent(nc: Client) -> None:
+    # The stand-in stream drops the first five publishes (a leader that died
+    # with them) and answers from then on. Without probing they would wait out
+    # wait_timeout (10 s); the probe re-sends the oldest once nothing has
+    # answered for probe_after, and its ack re-sends the other four at once.
+    fake = _FakeStream(nc, "fake.>", delay=0.0, silent=(1, 2, 3, 4, 5))
+    try:
+        retry = RetryConfig(attempts=2, probe_after=0.2)
+        pub, rec = _publisher(nc.jetstream(), wait_timeout=10.0, retry=retry)
+        t0 = time.monotonic()
+        with pub:
+            futs = _publish_n(pub, 5, "fake.x")
+        took = time.monotonic() - t0
+        acks = _acks(futs, timeout=1)
+        assert sorted(a.seq for a in acks) == [1, 2, 3, 4, 5]
+        assert took < 2.0, took  # one probe interval and a round trip, not wait_timeout
+        # re-sends within the first attempt: no retry, no timeout
+        assert all(f.result().attempts == 1 for f in futs) and not rec.of("retrying")
+        assert pub.timed_out_count == 0 and fake.got == 10
+    finally:
+        fake.close()
+
+
+def test_no_probe_without_retries(nc: Client) -> None:
+    fake = _FakeStream(nc, "fake.>", delay=0.0, silent=(1,))
+    try:
+        pub, _ = _publisher(nc.jetstream(), wait_timeout=0.6)
+        with pub:
+            fut = pub.publish_async("fake.x", b"dropped")
+        with pytest.raises(errors.TimeoutError):
+            fut.result(5).publish_ack_future.result(5)
+        assert fake.got == 1  # never sent again: without a Nats-Msg-Id it is not safe
+    finally:
+        fake.close()
+
+
+def test_ack_timeout_without_retries_still_times_out(nc: Client) -> None:
+    fake = _FakeStream(nc, "fake.>", delay=0.0, silent=(1,))
+    try:
+        pub, _ = _publisher(nc.jetstream(), wait_timeout=0.3)
+        with pub:
+            fut = pub.publish_async("fake.x", b"dropped")
+        with pytest.raises(errors.TimeoutError):
+            fut.result(5).publish_ack_future.result(5)
+        assert pub.timed_out_count == 1 and fake.got == 1
+    finally:
+        fake.close()
 
 
 def test_retry_sends_flight_id_as_msg_id(js: JetStream) -> None:
@@ -550,6 +621,12 @@ def test_bad_arguments(js: JetStream) -> None:
     pub = Publisher(js)
     with pytest.raises(TypeError):
         pub.publish_async("s.a", b"x", ack_timeout=1.0)
-    assert len(pub.id_prefix) == 22 and RetryConfig().delay(1) == 0.25
-    assert RetryConfig().delay(99) == 5.0 and RetryConfig().attempts == 2
+    assert len(pub.id_prefix) == 22 and RetryConfig().attempts == 2
+    # short capped waits, shortened by up to 20 % jitter
+    assert 0.08 <= RetryConfig().delay(1) <= 0.1 and 0.4 <= RetryConfig().delay(99) <= 0.5
+    assert RetryConfig(jitter=0).delay(2) == 0.25 and RetryConfig(jitter=0).delay(99) == 0.5
+    with pytest.raises(ValueError):
+        RetryConfig(jitter=1.5)
+    with pytest.raises(ValueError):
+        RetryConfig(probe_after=0)
     pub.stop()

@@ -185,9 +185,10 @@ def test_buffered_messages_are_handed_out_without_a_request(js: JetStream, obser
     obs.take(1)
     for i in range(3):
         js.publish("s.a", b"b%d" % i)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 10
     while psub.pending_msgs < 3 and time.monotonic() < deadline:
         time.sleep(0.01)
+    assert psub.pending_msgs == 3, "the orphan pull's messages did not arrive"
     msgs = psub.fetch(2, timeout=5.0)
     assert [m.data for m in msgs] == [b"b0", b"b1"]
     obs.none_within()
@@ -647,9 +648,10 @@ def test_drain_keeps_buffered_messages_for_fetch(js: JetStream, observe: Any) ->
     obs.take(1)
     js.publish("s.a", b"k1")
     js.publish("s.a", b"k2")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 10
     while psub.pending_msgs < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
+    assert psub.pending_msgs == 2, "the orphan pull's messages did not arrive"
     psub.drain()
     assert [m.data for m in psub.fetch(5, timeout=1.0)] == [b"k1", b"k2"]
     with pytest.raises(errors.BadSubscriptionError):

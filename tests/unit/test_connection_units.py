@@ -213,7 +213,7 @@ def test_connect_options_creds(tmp_path: Path) -> None:
         ("User Authentication Expired", errors.AuthorizationError),
         ("Stale Connection", errors.StaleConnectionError),
         ("Maximum Payload Violation", errors.MaxPayloadError),
-        ("Permissions Violation for Publish to foo", errors.Error),
+        ("Permissions Violation for Publish to foo", errors.PermissionViolationError),
     ],
 )
 def test_err_to_exception(text: str, cls: type[errors.Error]) -> None:

@@ -1,0 +1,1 @@
+"""The example project: a shop whose orders are billed by a JetStream worker."""

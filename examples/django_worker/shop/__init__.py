@@ -1,0 +1,1 @@
+"""The shop app: orders, the view that places them, the consumer that bills them."""

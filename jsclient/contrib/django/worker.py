@@ -1,0 +1,340 @@
+"""The worker behind ``manage.py jetstream_worker``: runs registered consumers until told to stop.
+
+Per consumer (:class:`ConsumerRunner`):
+
+- the durable pull consumer is created, or updated to the registered
+  configuration (ack policy explicit); with ``bind=True`` it must exist;
+- ``consume()`` (ADR-37) keeps up to ``max_messages`` buffered and hands them,
+  one at a time, to ``threads`` handler threads through a queue as long as
+  the thread count, so the buffer is what decides how far the worker pulls
+  ahead;
+- around each message the handler thread closes stale database connections
+  and resets the query log, as Django does around a request; a message is
+  acked when the handler returns and nak'd with ``nak_delay`` when it raises
+  (logged with its stream sequence).
+
+Stopping (the first SIGTERM/SIGINT, or :meth:`Worker.request_stop`): no more
+pulls; messages buffered but not started are nak'd without delay, so they are
+redelivered at once (to another worker, or this one after a restart);
+messages in hand finish and are acked; the acks are flushed to the server;
+then the exit status is 0. A message the server had already sent when the
+pull inbox closed is redelivered after the consumer's ``ack_wait``. A second
+signal exits at once (status 128 + signal number): messages in hand are then
+redelivered after ``ack_wait``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from types import FrameType
+from typing import Any
+
+from django.db import close_old_connections, connections, reset_queries
+
+from jsclient import errors
+from jsclient.contrib.django.connection import get_connection, get_jetstream
+from jsclient.contrib.django.consumers import ConsumerSpec
+from jsclient.jetstream.consumer import Consumer
+from jsclient.jetstream.context import JetStream
+from jsclient.jetstream.pull import ConsumeContext
+from jsclient.msg import Msg
+
+log = logging.getLogger("jsclient.contrib.django.worker")
+
+_POLL = 0.1  # how often waiting loops look at their flags (and let signal handlers run)
+_STOP = object()
+
+
+class WorkerError(Exception):
+    """A consumer could not be started (missing stream, bind to a missing consumer...)."""
+
+
+class ConsumerRunner:
+    """One registered consumer: a ``consume()`` buffer feeding ``threads`` handler threads."""
+
+    def __init__(self, spec: ConsumerSpec, js: JetStream, threads: int | None = None) -> None:
+        self.spec = spec
+        self.js = js
+        self.threads = threads or spec.threads
+        self._work: queue.Queue[Any] = queue.Queue(maxsize=self.threads)
+        self._stopping = False
+        self._cc: ConsumeContext | None = None
+        self._handlers: list[threading.Thread] = []
+        self._count_lock = threading.Lock()
+        self.acked = 0
+        self.nakd = 0  # handler raised
+        self.returned = 0  # not started when the worker stopped: nak'd without delay
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self) -> None:
+        consumer = self._declare()
+        for i in range(self.threads):
+            t = threading.Thread(
+                target=self._handler_loop, name=f"jsclient-django-{self.spec.name}-{i}", daemon=True
+            )
+            t.start()
+            self._handlers.append(t)
+        try:
+            self._cc = consumer.consume(
+                self._dispatch, max_messages=self.spec.max_messages, error_cb=self._warn
+            )
+        except BaseException:
+            self._stopping = True
+            self.stopped()  # the handler threads get their stop marks
+            raise
+        spec = self.spec
+        log.info(
+            "consumer %s: stream %s, durable %s, filter %s, %d thread(s), buffer %d -> %s",
+            spec.name,
+            spec.stream,
+            spec.durable,
+            spec.filter_subject or "(none)",
+            self.threads,
+            spec.max_messages,
+            spec.handler_path,
+        )
+
+    def _declare(self) -> Consumer:
+        spec = self.spec
+        if spec.bind:
+            try:
+                return self.js.consumer(spec.stream, spec.durable)
+            except errors.NotFoundError as exc:
+                raise WorkerError(
+                    f"consumer {spec.name}: durable {spec.durable!r} of stream {spec.stream!r} "
+                    f"does not exist (bind=True uses an existing consumer): {exc}"
+                ) from None
+        fields: dict[str, Any] = dict(spec.config)
+        fields["durable_name"] = spec.durable
+        fields["ack_policy"] = "explicit"
+        if spec.filter_subject:
+            fields["filter_subject"] = spec.filter_subject
+        try:
+            return self.js.create_or_update_consumer(spec.stream, **fields)
+        except errors.StreamNotFoundError:
+            raise WorkerError(
+                f"consumer {spec.name}: stream {spec.stream!r} does not exist; "
+                "create it before starting the worker"
+            ) from None
+        except errors.APIError as exc:
+            raise WorkerError(
+                f"consumer {spec.name}: cannot create or update durable {spec.durable!r} "
+                f"on stream {spec.stream!r}: {exc}"
+            ) from None
+
+    @property
+    def failed(self) -> BaseException | None:
+        """Why the consume ended on its own (consumer deleted, connection closed), or None."""
+        cc = self._cc
+        if cc is None or self._stopping or not cc.closed:
+            return None
+        return cc.error or errors.Error("nats: consume ended")
+
+    def begin_stop(self) -> None:
+        """Stop pulling; buffered messages go back to the server, messages in hand finish."""
+        self._stopping = True
+        cc = self._cc
+        if cc is not None:
+            cc.drain()  # the dispatcher sees the buffered rest and nak's it (_dispatch)
+
+    def stopped(self) -> bool:
+        """Poll after ``begin_stop``: True once every handler thread has finished."""
+        cc = self._cc
+        if cc is not None and not cc.closed:
+            return False
+        if any(t.is_alive() for t in self._handlers):
+            # The dispatcher is done: no more puts, so the stop marks go in behind
+            # whatever is queued (nak'd by the handler threads, see _handler_loop).
+            while True:
+                try:
+                    self._work.put_nowait(_STOP)
+                except queue.Full:
+                    break
+        return not any(t.is_alive() for t in self._handlers)
+
+    # -- consume's dispatcher thread ---------------------------------------
+
+    def _dispatch(self, msg: Msg) -> None:
+        while not self._stopping:
+            try:
+                self._work.put(msg, timeout=_POLL)
+                return
+            except queue.Full:
+                continue
+        self._give_back(msg)
+
+    def _warn(self, exc: BaseException) -> None:
+        log.warning("consumer %s: %s", self.spec.name, exc)
+
+    # -- handler threads ----------------------------------------------------
+
+    def _handler_loop(self) -> None:
+        try:
+            while True:
+                try:
+                    msg = self._work.get(timeout=_POLL)
+                except queue.Empty:
+                    continue
+                if msg is _STOP:
+                    return
+                if self._stopping:
+                    self._give_back(msg)
+                else:
+                    self._handle(msg)
+        finally:
+            # This thread's database connections (Django keeps one per thread).
+            connections.close_all()
+
+    def _handle(self, msg: Msg) -> None:
+        spec = self.spec
+        # What Django does at request_started / request_finished.
+        reset_queries()
+        close_old_connections()
+        try:
+            spec.handler(msg)
+        except Exception:
+            self._on_failure(msg)
+        else:
+            try:
+                msg.ack()
+            except errors.Error as exc:
+                log.warning("consumer %s: could not ack %s: %s", spec.name, _where(msg), exc)
+            with self._count_lock:
+                self.acked += 1
+        finally:
+            close_old_connections()
+
+    def _on_failure(self, msg: Msg) -> None:
+        spec = self.spec
+        delay = spec.nak_delay
+        log.exception(
+            "consumer %s: handler %s raised on %s; nak, redelivery in %.1f s",
+            spec.name,
+            spec.handler_path,
+            _where(msg),
+            delay,
+        )
+        try:
+            msg.nak(delay=delay if delay > 0 else None)
+        except errors.Error as exc:
+            log.warning("consumer %s: could not nak %s: %s", spec.name, _where(msg), exc)
+        with self._count_lock:
+            self.nakd += 1
+
+    def _give_back(self, msg: Msg) -> None:
+        try:
+            msg.nak()
+        except errors.Error as exc:
+            log.debug("consumer %s: could not return %s: %s", self.spec.name, _where(msg), exc)
+        with self._count_lock:
+            self.returned += 1
+
+
+def _where(msg: Msg) -> str:
+    try:
+        meta = msg.metadata
+    except errors.Error:
+        return f"message on {msg.subject}"
+    return (
+        f"stream {meta.stream} sequence {meta.sequence.stream} "
+        f"(delivery {meta.num_delivered}, subject {msg.subject})"
+    )
+
+
+class Worker:
+    """Runs consumers on this process's connection until :meth:`request_stop` or a signal."""
+
+    def __init__(self, specs: Sequence[ConsumerSpec], *, threads: int | None = None) -> None:
+        if not specs:
+            raise WorkerError("no consumers to run")
+        self.specs = list(specs)
+        self.threads = threads
+        self.runners: list[ConsumerRunner] = []
+        self._stop_requested = False
+        self._signals = 0
+
+    def start(self) -> None:
+        """Declare every consumer and start consuming (all or none)."""
+        js = get_jetstream()
+        try:
+            for spec in self.specs:
+                runner = ConsumerRunner(spec, js, self.threads)
+                runner.start()
+                self.runners.append(runner)
+        except BaseException:
+            self._stop_all()
+            raise
+        log.info("jetstream worker running %d consumer(s) (pid %d)", len(self.runners), os.getpid())
+
+    def request_stop(self) -> None:
+        """Ask :meth:`serve` to stop gracefully (any thread; it only sets a flag)."""
+        self._stop_requested = True
+
+    def serve(self) -> int:
+        """Block until a stop is requested or a consumer fails; stop gracefully.
+
+        Returns the exit status: 0 after a requested stop, 1 when a consumer
+        ended by itself.
+        """
+        status = 0
+        while not self._stop_requested:
+            failed = [(r, r.failed) for r in self.runners if r.failed is not None]
+            if failed:
+                for r, exc in failed:
+                    log.error("consumer %s stopped by itself: %s", r.spec.name, exc)
+                status = 1
+                break
+            time.sleep(_POLL)
+        self._stop_all()
+        return status
+
+    def _stop_all(self) -> None:
+        log.info("jetstream worker stopping: no more pulls, finishing the messages in hand")
+        for r in self.runners:
+            r.begin_stop()
+        while not all(r.stopped() for r in self.runners):
+            time.sleep(_POLL)
+        try:
+            get_connection().flush(timeout=5.0)  # the acks are on the server before we exit
+        except errors.Error as exc:
+            log.warning("could not confirm the last acks with the server: %s", exc)
+        for r in self.runners:
+            log.info(
+                "consumer %s: %d acked, %d nak'd on errors, %d returned unstarted",
+                r.spec.name,
+                r.acked,
+                r.nakd,
+                r.returned,
+            )
+        log.info("jetstream worker stopped")
+
+    # -- signals -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def signal_handlers(self) -> Iterator[None]:
+        """SIGTERM/SIGINT: the first stops gracefully, a second exits at once."""
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Runs in the main thread between two bytecodes: only flags here (the
+        # main thread may hold any lock), except for the immediate exit.
+        self._signals += 1
+        if self._signals > 1:
+            log.warning("%s again: exiting at once", signal.Signals(signum).name)
+            os._exit(128 + signum)
+        name = signal.Signals(signum).name
+        log.info("%s: stopping gracefully (send it again to exit at once)", name)
+        self.request_stop()

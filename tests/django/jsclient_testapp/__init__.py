@@ -1,0 +1,1 @@
+"""A Django app for the jsclient.contrib.django tests: models and registered consumers."""

@@ -1,0 +1,141 @@
+"""publish_on_commit, the per-process connection and the JSCLIENT setting, on a real Django."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+from django.test.utils import override_settings
+from jsclient_testapp.models import Order
+
+import jsclient
+from jsclient import errors
+from jsclient.contrib.django import (
+    close_connection,
+    get_connection,
+    get_jetstream,
+    publish_on_commit,
+)
+from jsclient.server import NatsServer
+
+
+def _stream_msgs(name: str) -> int:
+    return int(get_jetstream().stream(name).info().state.messages)
+
+
+@pytest.fixture
+def orders(django_nats: NatsServer) -> str:
+    get_jetstream().create_stream(name="ORDERS", subjects=["orders.>"])
+    Order.objects.all().delete()
+    return "ORDERS"
+
+
+def test_publishes_after_commit_only(orders: str) -> None:
+    with transaction.atomic():
+        order = Order.objects.create(item="book")
+        publish_on_commit("orders.new", b"%d" % order.pk, msg_id=f"order-{order.pk}")
+        get_connection().flush(timeout=5)
+        assert _stream_msgs(orders) == 0  # not before the commit
+    assert _stream_msgs(orders) == 1
+    msg = get_jetstream().stream(orders).get_msg(1)
+    assert msg.data == b"%d" % order.pk
+    assert msg.headers is not None and msg.headers["Nats-Msg-Id"] == f"order-{order.pk}"
+
+
+def test_rolled_back_transaction_publishes_nothing(orders: str) -> None:
+    with pytest.raises(RuntimeError), transaction.atomic():
+        order = Order.objects.create(item="lamp")
+        publish_on_commit("orders.new", b"lamp", msg_id=f"order-{order.pk}")
+        raise RuntimeError("roll back")
+    # A savepoint rolled back inside a committed transaction drops its publish too.
+    with transaction.atomic():
+        Order.objects.create(item="kept")
+        publish_on_commit("orders.new", b"kept", msg_id="kept")
+        try:
+            with transaction.atomic():
+                publish_on_commit("orders.new", b"inner", msg_id="inner")
+                raise ValueError("inner rolls back")
+        except ValueError:
+            pass
+    get_connection().flush(timeout=5)
+    assert list(Order.objects.values_list("item", flat=True)) == ["kept"]
+    assert _stream_msgs(orders) == 1
+    assert get_jetstream().stream(orders).get_msg(1).data == b"kept"
+
+
+def test_same_msg_id_twice_is_stored_once(orders: str) -> None:
+    # A retried request that commits again publishes the same id: de-duplicated.
+    for _ in range(2):
+        with transaction.atomic():
+            publish_on_commit("orders.new", b"once", msg_id="order-42")
+    publish_on_commit("orders.new", b"autocommit")  # outside a transaction: at once
+    assert _stream_msgs(orders) == 2
+
+
+def test_bad_input_fails_in_the_caller(orders: str) -> None:
+    with transaction.atomic():
+        with pytest.raises(errors.BadSubjectError):
+            publish_on_commit("orders new", b"x")
+        with pytest.raises(TypeError):
+            publish_on_commit("orders.new", "text")  # type: ignore[arg-type]
+        with pytest.raises(ValueError):
+            publish_on_commit("orders.new", b"x", msg_id="")
+    assert _stream_msgs(orders) == 0
+
+
+def test_publish_failure_after_commit_raises_and_logs(
+    django_nats: NatsServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No stream listens on the subject: the commit has happened, the error surfaces.
+    with pytest.raises(errors.NoStreamResponseError), transaction.atomic():
+        Order.objects.create(item="orphan")
+        publish_on_commit("nostream.x", b"x", msg_id="orphan-1", timeout=2.0)
+    assert Order.objects.filter(item="orphan").exists()
+    assert "was not published" in caplog.text and "orphan-1" in caplog.text
+
+
+def test_one_connection_per_process_made_once(django_nats: NatsServer) -> None:
+    got: list[jsclient.Client] = []
+    barrier = threading.Barrier(8)
+
+    def first_use() -> None:
+        barrier.wait(5)
+        got.append(get_connection())
+
+    threads = [threading.Thread(target=first_use, name=f"first-use-{i}") for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(got) == 8 and all(c is got[0] for c in got)
+    assert get_jetstream()._client is got[0]
+    # Closed: the next use connects again.
+    close_connection()
+    assert got[0].is_closed
+    again = get_connection()
+    assert again is not got[0] and again.is_connected
+
+
+def test_settings_are_checked(django_nats: NatsServer) -> None:
+    close_connection()
+    for bad in (
+        {"server": "nats://x"},
+        {"options": {"no_such_option": 1}},
+        {"jetstream": {"domian": "x"}},
+        {"servers": []},
+        "nats://x",
+    ):
+        with override_settings(JSCLIENT=bad), pytest.raises(ImproperlyConfigured):
+            get_connection()
+    with override_settings(
+        JSCLIENT={
+            "servers": django_nats.url,
+            "options": {"name": "web-test"},
+            "jetstream": {"domain": None, "timeout": 2.0},
+        }
+    ):
+        nc = get_connection()
+        assert nc._opts.name == "web-test"
+        assert get_jetstream()._timeout == 2.0

@@ -1,0 +1,195 @@
+"""Leader/follower reads: a requester reads its own reply, and nothing else suffers for it.
+
+A thread waiting for a reply reads the socket itself (see Connection "reading");
+these tests check the rest of the traffic meanwhile: other requesters, other
+subscriptions, timeouts, reconnects and close.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import jsclient
+from jsclient import connection as conn_mod
+from jsclient import errors
+from jsclient.server import NatsServer
+
+
+@pytest.fixture
+def echo(nats_server: NatsServer) -> Iterator[jsclient.Client]:
+    """A responder on another connection: ``echo.*`` answers with the payload."""
+    with jsclient.connect(nats_server.url) as peer:
+        peer.subscribe("echo.*", cb=lambda m: m.respond(m.data))
+        peer.flush()
+        yield peer
+
+
+def test_requests_lead_and_linger(echo: jsclient.Client, nc: jsclient.Client) -> None:
+    leads = 0
+    orig = conn_mod.Connection._lead
+
+    def counting(self: conn_mod.Connection, waiter: object, deadline: float | None) -> None:
+        nonlocal leads
+        leads += 1
+        orig(self, waiter, deadline)
+
+    conn_mod.Connection._lead = counting  # type: ignore[method-assign]
+    try:
+        for i in range(200):
+            assert nc.request("echo.a", b"%d" % i, timeout=5).data == b"%d" % i
+    finally:
+        conn_mod.Connection._lead = orig  # type: ignore[method-assign]
+    if conn_mod._LEADER_FOLLOWER:
+        assert leads >= 190  # the requesting thread read its own replies
+    # After the linger the reader thread reads again: a plain subscription works.
+    sub = nc.subscribe("plain")
+    nc.flush()
+    echo.publish("plain", b"p")
+    assert sub.next_msg(timeout=2).data == b"p"
+
+
+def test_many_threads_request_at_once(echo: jsclient.Client, nc: jsclient.Client) -> None:
+    errors_seen: list[BaseException] = []
+    counts = [0] * 8
+
+    def worker(k: int) -> None:
+        try:
+            for i in range(150):
+                body = b"%d-%d" % (k, i)
+                assert nc.request(f"echo.{k}", body, timeout=10).data == body
+                counts[k] += 1
+        except BaseException as exc:
+            errors_seen.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors_seen and counts == [150] * 8
+
+
+def test_subscription_traffic_flows_while_a_thread_requests(
+    echo: jsclient.Client, nc: jsclient.Client
+) -> None:
+    got: list[int] = []
+    done = threading.Event()
+
+    def on_msg(m: jsclient.Msg) -> None:
+        got.append(int(m.data))
+        if len(got) == 2000:
+            done.set()
+
+    nc.subscribe("feed", cb=on_msg)
+    nc.flush()
+    stop = threading.Event()
+
+    def feeder() -> None:
+        for i in range(2000):
+            echo.publish("feed", b"%d" % i)
+            if i % 100 == 0:
+                time.sleep(0.002)
+        echo.flush()
+
+    requests = 0
+
+    def requester() -> None:
+        nonlocal requests
+        while not stop.is_set():
+            nc.request("echo.x", b"r", timeout=5)
+            requests += 1
+
+    r = threading.Thread(target=requester)
+    r.start()
+    feeder()
+    assert done.wait(10)
+    stop.set()
+    r.join(10)
+    assert got == list(range(2000))
+    assert requests > 0
+
+
+def test_a_message_arriving_while_the_role_lingers_is_delivered(
+    echo: jsclient.Client, nc: jsclient.Client
+) -> None:
+    sub = nc.subscribe("late")
+    nc.flush()
+    for _ in range(5):
+        nc.request("echo.a", b"x", timeout=5)  # the role lingers with this thread now
+        echo.publish("late", b"l")
+        echo.flush()
+        t0 = time.monotonic()
+        assert sub.next_msg(timeout=2).data == b"l"
+        assert time.monotonic() - t0 < 0.5
+
+
+def test_a_leading_request_times_out_and_reading_goes_on(
+    nats_server: NatsServer, nc: jsclient.Client, echo: jsclient.Client
+) -> None:
+    nc.subscribe("silent")  # a subscriber that never answers: no 503, no reply
+    nc.flush()
+    t0 = time.monotonic()
+    with pytest.raises(errors.TimeoutError):
+        nc.request("silent", b"?", timeout=0.3)
+    assert 0.25 <= time.monotonic() - t0 < 1.5
+    assert nc.request("echo.a", b"after", timeout=5).data == b"after"
+    sub = nc.subscribe("s2")
+    nc.flush()
+    echo.publish("s2", b"ok")
+    assert sub.next_msg(timeout=2).data == b"ok"
+
+
+def test_server_killed_while_a_request_leads(nats_server: NatsServer, nc: jsclient.Client) -> None:
+    nc.subscribe("silent")
+    nc.flush()
+    box: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            nc.request("silent", b"?", timeout=3)
+        except BaseException as exc:
+            box.append(exc)
+
+    t = threading.Thread(target=run)
+    t0 = time.monotonic()
+    t.start()
+    time.sleep(0.2)
+    nats_server.kill()
+    nats_server.start()
+    t.join(10)
+    # As for any request whose connection dropped: a timeout at its deadline.
+    assert len(box) == 1 and isinstance(box[0], errors.TimeoutError)
+    assert time.monotonic() - t0 >= 2.5
+    deadline = time.monotonic() + 10
+    while not nc.is_connected and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with jsclient.connect(nats_server.url) as peer:
+        peer.subscribe("echo.b", cb=lambda m: m.respond(m.data))
+        peer.flush()
+        assert nc.request("echo.b", b"back", timeout=5).data == b"back"
+
+
+def test_close_releases_a_leading_request(nats_server: NatsServer) -> None:
+    nc = jsclient.connect(nats_server.url)
+    nc.subscribe("silent")
+    nc.flush()
+    box: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            nc.request("silent", b"?", timeout=10)
+        except BaseException as exc:
+            box.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    nc.close()
+    t.join(5)
+    assert not t.is_alive() and time.monotonic() - t0 < 3
+    assert len(box) == 1 and isinstance(box[0], errors.ConnectionClosedError | errors.TimeoutError)
