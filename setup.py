@@ -109,7 +109,12 @@ setup(
     cmdclass={"build_ext": OptionalBuildExt},
     # Every package under jsclient/ is found, so a new subpackage cannot be
     # left out of the wheel; the Cython twins live in _speedups/ and install
-    # as jsclient._speedups.
-    packages=[*find_packages(include=["jsclient", "jsclient.*"]), "jsclient._speedups"],
+    # as jsclient._speedups. pyspark_jetstream is the top-level module Spark
+    # scans for to find the "jetstream" data source with no register() call.
+    packages=[
+        *find_packages(include=["jsclient", "jsclient.*"]),
+        "jsclient._speedups",
+        "pyspark_jetstream",
+    ],
     package_dir={"jsclient._speedups": "_speedups"},
 )

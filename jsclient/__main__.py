@@ -49,10 +49,26 @@ def demo(argv: Sequence[str]) -> int:
     from jsclient.server import NatsServer
 
     ap = argparse.ArgumentParser(prog="python -m jsclient demo")
-    ap.add_argument("-n", "--count", type=int, default=200_000, help="messages to send")
+    ap.add_argument(
+        "-n", "--count", type=int, help="messages to send (default 200,000; 20,000 with --spark)"
+    )
     ap.add_argument("--size", type=int, default=16, help="payload bytes")
     ap.add_argument("--server", help="use this server URL instead of an embedded one")
+    ap.add_argument(
+        "--spark", action="store_true", help="a PySpark job instead (needs jsclient[spark], java)"
+    )
     args = ap.parse_args(argv)
+    if args.spark:
+        try:
+            import pyarrow  # noqa: F401
+            import pyspark  # noqa: F401
+        except ImportError as exc:
+            print(f'demo --spark needs pip install "jsclient[spark]": {exc}', file=sys.stderr)
+            return 2
+        from jsclient.spark.demo import main as spark_demo
+
+        return spark_demo(args.server, args.count or 20_000)
+    args.count = args.count or 200_000
     print(f"jsclient {jsclient.__version__} (impl={_impl.IMPL})")
     if args.server:
         return _demo_all(args.server, args.count, args.size)

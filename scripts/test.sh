@@ -6,8 +6,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 echo "== ruff"
-ruff check jsclient tests benchmarks examples setup.py
-ruff format --check jsclient tests benchmarks examples setup.py
+ruff check jsclient pyspark_jetstream tests benchmarks examples setup.py
+ruff format --check jsclient pyspark_jetstream tests benchmarks examples setup.py
 echo "== mypy (strict)"
 mypy
 for impl in c python; do

@@ -158,6 +158,8 @@ def test_wheel_has_every_module_of_the_tree(built: Built) -> None:
         for p in (ROOT / "jsclient").rglob("*.py")
         if "__pycache__" not in p.parts
     )
+    # The top-level module Spark's data source discovery imports.
+    tree.append("pyspark_jetstream/__init__.py")
     missing = [p for p in tree if p not in names]
     assert not missing, f"in the source tree but not in the wheel: {missing}"
     speedups = [f"jsclient/_speedups/{p.name}" for p in (ROOT / "_speedups").glob("*.py")]
@@ -215,6 +217,39 @@ def test_installed_pytest_plugin_is_registered(built: Built) -> None:
     )
     assert "jsclient: impl=c" in proc.stdout, proc.stdout
     assert "1 passed" in proc.stdout, proc.stdout
+
+
+_SPARK_LOOKUP = """
+import io, pickle, struct
+from pyspark.sql.worker import lookup_data_sources
+out = io.BytesIO()
+lookup_data_sources._main(io.BytesIO(), out)  # Spark's own scan for pyspark_* modules
+data = io.BytesIO(out.getvalue())
+names = []
+for _ in range(struct.unpack("!i", data.read(4))[0]):
+    names.append(data.read(struct.unpack("!i", data.read(4))[0]).decode())
+    cls = pickle.loads(data.read(struct.unpack("!i", data.read(4))[0]))
+    print(names[-1], cls.__module__, cls.__qualname__)
+"""
+
+
+def test_spark_finds_the_installed_data_source_without_register(built: Built) -> None:
+    """Spark imports every top-level ``pyspark_*`` module; the wheel must ship one that is
+    harmless without the spark extra and offers the data source with it."""
+    check = (
+        "import pkgutil, sys, pyspark_jetstream, jsclient; "
+        "assert 'pyspark_jetstream' in {m.name for m in pkgutil.iter_modules()}; "
+        "assert not hasattr(pyspark_jetstream, 'DefaultSource'); "
+        "assert 'pyspark' not in sys.modules"
+    )
+    _run([str(built.venv_python), "-c", check], cwd=built.work)
+    _run(
+        [str(built.venv_python), "-m", "pip", "install", "-q", f"{built.wheel}[spark]"],
+        cwd=built.work,
+        timeout=900,
+    )
+    out = _run([str(built.venv_python), "-c", _SPARK_LOOKUP], cwd=built.work).stdout
+    assert "jetstream jsclient.spark.source JetStreamDataSource" in out.splitlines(), out
 
 
 def test_sdist_without_extensions_installs_pure_python_and_says_so(built: Built) -> None:

@@ -1,0 +1,272 @@
+"""A window of JetStream publishes sent in batches, for the data source's writers.
+
+A Spark write publishes millions of rows from one thread, each with its own
+``Nats-Msg-Id``; what it needs from the client is throughput and, per message,
+"stored (new or duplicate) at sequence N" or "failed, with this error". Going
+through ``publish_async`` costs a future, a headers dict and its encoding per
+message. Here each message is an :class:`Ack` whose header block is built
+once as bytes; a batch of them goes out in one write through the client's
+request mux (``Client._send_request_batch``: each request is its own reply
+waiter, as the managed publisher's flights are), and the reader thread
+completes each one with its PubAck, parsed by the C twin of
+``jsack.pub_ack_fields`` in the common case.
+
+At most ``window`` publishes wait for their acks; a sender waits for room for
+at most ``timeout`` seconds. Acks lost to a disconnect are marked lost (the
+caller sends those messages again: same id, stored once), and so are acks that
+do not come within ``timeout``. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from jsclient import _impl, errors
+
+__all__ = ["FAILED", "LOST", "OK", "PENDING", "Ack", "AckWindow", "header_block"]
+
+_pub_ack_fields = _impl.jsack.pub_ack_fields
+
+PENDING, OK, FAILED, LOST = 0, 1, 2, 3
+_BAD_HEADER = frozenset(":\r\n \t")
+
+
+def header_block(
+    msg_id: str, expected_stream: str | None = None, headers: dict[str, Any] | None = None
+) -> bytes:
+    """``NATS/1.0`` header block with the user's headers, the Msg-Id and the expected stream.
+
+    A ``Nats-Msg-Id`` among ``headers`` is dropped: the id is the data source's.
+    """
+    if "\r" in msg_id or "\n" in msg_id or not msg_id:
+        raise errors.BadHeaderError(f"jetstream: invalid message id {msg_id!r}")
+    lines = ["NATS/1.0\r\n"]
+    if headers:
+        for key, value in headers.items():
+            if not key or not _BAD_HEADER.isdisjoint(key):
+                raise errors.BadHeaderError(f"jetstream: invalid header name {key!r}")
+            if key.lower() == "nats-msg-id":
+                continue
+            for v in (value,) if isinstance(value, str) else value:
+                if "\r" in v or "\n" in v:
+                    raise errors.BadHeaderError(f"jetstream: invalid value for header {key!r}")
+                lines.append(f"{key}: {v}\r\n")
+    lines.append(f"Nats-Msg-Id: {msg_id}\r\n")
+    if expected_stream:
+        lines.append(f"Nats-Expected-Stream: {expected_stream}\r\n")
+    lines.append("\r\n")
+    return "".join(lines).encode()
+
+
+class Ack:
+    """One publish: the request the client sends and the outcome the reader fills in."""
+
+    __slots__ = (
+        "_hdr",
+        "_token",
+        "body",
+        "duplicate",
+        "epoch",
+        "error",
+        "row",
+        "seq",
+        "state",
+        "subject",
+        "win",
+    )
+
+    def __init__(self, win: AckWindow, row: int, subject: str, body: bytes, hdr: bytes) -> None:
+        self.win = win
+        self.row = row
+        self.subject = subject
+        self.body = body
+        self._hdr = hdr
+        self._token: str | None = None
+        self.state = PENDING
+        self.seq = 0
+        self.duplicate = False
+        self.error: BaseException | None = None
+        self.epoch = 0
+
+    def again(self) -> Ack:
+        """The same message (same subject, payload, headers, id) as a new request."""
+        return Ack(self.win, self.row, self.subject, self.body, self._hdr)
+
+    def deliver(self, msg: Any) -> None:
+        # The request mux's waiter protocol, on the reader thread (None: the
+        # connection closed). Parse and record; never block.
+        win = self.win
+        if msg is None:
+            win.finish(self, LOST, errors.ConnectionClosedError())
+            return
+        data = msg.data
+        if data:
+            fields = _pub_ack_fields(data)
+            if fields is not None:
+                win.finish_ok(self, fields[1], False)
+                return
+            try:
+                seq, dup = _parse_ack(data)
+            except errors.Error as exc:
+                win.finish(self, FAILED, exc)
+                return
+            win.finish_ok(self, seq, dup)
+            return
+        status = msg.status
+        if status is not None and status[0] == 503:
+            none = errors.NoStreamResponseError(
+                f"nats: no stream answered a publish on {self.subject}"
+            )
+            win.finish(self, LOST, none)
+        else:
+            why = f" (status {status[0]} {status[1]})" if status is not None else ""
+            win.finish(self, FAILED, errors.JetStreamError(f"nats: empty publish response{why}"))
+
+
+def _parse_ack(data: bytes) -> tuple[int, bool]:
+    """(seq, duplicate) of a PubAck the fast path did not take, or its typed error."""
+    try:
+        resp = json.loads(data)
+    except ValueError:
+        resp = None
+    if not isinstance(resp, dict):
+        raise errors.JetStreamError(f"nats: invalid publish ack: {data[:80]!r}")
+    err = resp.get("error")
+    if err is not None:
+        raise errors.api_error(err if isinstance(err, dict) else {"description": str(err)})
+    seq = resp.get("seq")
+    if not resp.get("stream") or not isinstance(seq, int):
+        raise errors.JetStreamError(f"nats: publish ack without stream or seq: {data[:80]!r}")
+    return seq, bool(resp.get("duplicate"))
+
+
+class AckWindow:
+    """Sends :class:`Ack` batches with at most ``window`` unacknowledged (see module doc)."""
+
+    def __init__(self, nc: Any, window: int, timeout: float) -> None:
+        self.nc = nc
+        self.window = max(1, window)
+        self.timeout = timeout
+        self._low = self.window // 2
+        self._cond = threading.Condition(threading.Lock())
+        self._waiting = False
+        self.sent = 0  # by the sending thread
+        self.done = 0  # under the lock
+        self.epoch = 0  # disconnects seen
+        self._swept = 0  # the epoch whose earlier acks were last given up
+        # Sent and not yet taken by the caller, in send order (the caller pops
+        # finished ones from the left).
+        self.inflight: deque[Ack] = deque()
+        nc._add_listener(self._on_event)
+
+    def close(self) -> None:
+        self.nc._remove_listener(self._on_event)
+
+    @property
+    def outstanding(self) -> int:
+        return self.sent - self.done
+
+    # -- reader / callback threads -------------------------------------------
+
+    def finish_ok(self, ack: Ack, seq: int, duplicate: bool) -> None:
+        with self._cond:
+            if ack.state != PENDING:
+                return
+            ack.seq = seq
+            ack.duplicate = duplicate
+            ack.state = OK
+            self.done += 1
+            if self._waiting and self.sent - self.done <= self._low:
+                self._cond.notify()
+
+    def finish(self, ack: Ack, state: int, error: BaseException) -> None:
+        with self._cond:
+            if ack.state != PENDING:
+                return
+            ack.error = error
+            ack.state = state
+            self.done += 1
+            if self._waiting:
+                self._cond.notify()
+
+    def _on_event(self, event: str) -> None:
+        if event in ("disconnected", "closed"):
+            with self._cond:
+                self.epoch += 1
+                self._cond.notify_all()
+
+    # -- the sending thread ----------------------------------------------------
+
+    def submit(self, acks: list[Ack]) -> None:
+        """Send ``acks`` once there is room, a window at most per write; they join ``inflight``.
+
+        Those that cannot go (bad subject, too large, connection closed) finish at once.
+        """
+        window = self.window
+        for i in range(0, len(acks), window):
+            self._submit(acks[i : i + window] if len(acks) > window else acks)
+
+    def _submit(self, acks: list[Ack]) -> None:
+        self._wait(self.window - len(acks), what="room in the publish window")
+        epoch = self.epoch
+        for ack in acks:
+            ack.epoch = epoch
+        self.sent += len(acks)
+        self.inflight.extend(acks)
+        for ack, exc in self.nc._send_request_batch(acks):
+            refused = isinstance(exc, errors.BadSubjectError | errors.MaxPayloadError)
+            self.finish(ack, FAILED if refused else LOST, exc)
+
+    def drain(self) -> None:
+        """Wait (at most ``timeout``) for every outstanding ack; mark the missing ones lost."""
+        try:
+            self._wait(0, what="the last acks")
+        except errors.TimeoutError as exc:
+            self._give_up(self.inflight, exc)
+
+    def _give_up(self, acks: Iterable[Ack], exc: BaseException) -> None:
+        for ack in list(acks):
+            if ack.state == PENDING:
+                self.finish(ack, LOST, exc)
+                token = ack._token
+                if token is not None:
+                    self.nc._cancel_request(token)
+
+    def _wait(self, limit: int, what: str) -> None:
+        """Until at most ``limit`` are outstanding (TimeoutError after ``timeout`` s).
+
+        The acks of messages sent before a disconnect will not come: they are
+        marked lost (the caller sends them again) and the wait goes on.
+        """
+        limit = max(0, limit)
+        deadline = time.monotonic() + self.timeout
+        cond = self._cond
+        while True:
+            epoch = self.epoch
+            if epoch != self._swept:
+                # A disconnect since the last look (before or during this wait).
+                self._swept = epoch
+                self._give_up(
+                    (a for a in self.inflight if a.epoch < epoch),
+                    errors.PublishDisconnectedError(),
+                )
+            if self.sent - self.done <= limit:
+                return
+            with cond:
+                self._waiting = True
+                try:
+                    while self.sent - self.done > limit and self.epoch == epoch:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            raise errors.TimeoutError(
+                                f"nats: no acks for {self.timeout:g} s while waiting for {what} "
+                                f"({self.sent - self.done} publishes unacknowledged)"
+                            )
+                        cond.wait(min(left, 0.5))
+                finally:
+                    self._waiting = False

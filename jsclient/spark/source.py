@@ -1,0 +1,574 @@
+"""The ``jetstream`` PySpark data source: batch read and write, streaming source and sink.
+
+Spark pickles the data source, its readers, writers and partitions to other
+processes, so they hold only parsed options (:mod:`jsclient.spark.options`);
+each task opens its own connection and closes it when done. The one
+long-lived connection is the driver-side streaming reader's, which Spark never
+pickles (``__getstate__`` drops it anyway).
+
+Where each piece runs: ``schema``/``reader``/``writer`` and batch
+``partitions`` in short-lived planning workers; ``read``/``write`` on the
+executors; ``commit``/``abort`` of writers in a driver-side worker; the
+streaming reader's offset methods in one driver-side worker per query.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from jsclient import errors
+from jsclient.spark._read import (
+    SeqRange,
+    StreamState,
+    first_seq_at,
+    plan_ranges,
+    pull_size,
+    read_range,
+    split,
+    stream_state,
+)
+from jsclient.spark._write import WritePlan, WriteResult, publish_batches
+from jsclient.spark.options import (
+    IGNORED_WRITE_COLUMNS,
+    READ_COLUMNS,
+    ReadOptions,
+    StreamReadOptions,
+    WriteOptions,
+    parse_time_ns,
+)
+
+__all__ = [
+    "SCHEMA",
+    "JetStreamCommitMessage",
+    "JetStreamDataSource",
+    "JetStreamReader",
+    "JetStreamStreamReader",
+    "JetStreamStreamWriter",
+    "JetStreamWriter",
+]
+
+log = logging.getLogger("jsclient.spark")
+
+_HEADERS_TYPE = MapType(StringType(), ArrayType(StringType()))
+
+#: The read schema: one row per stored message.
+SCHEMA = StructType(
+    [
+        StructField("stream", StringType()),
+        StructField("subject", StringType()),
+        StructField("seq", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("data", BinaryType()),
+        StructField("headers", _HEADERS_TYPE),
+    ]
+)
+
+_READ_TYPES: dict[str, tuple[DataType, ...]] = {
+    "stream": (StringType(),),
+    "subject": (StringType(),),
+    "seq": (LongType(),),
+    "timestamp": (TimestampType(),),
+    "data": (BinaryType(), StringType()),
+    "headers": (_HEADERS_TYPE,),
+}
+
+# Spark's local properties that name the streaming query and micro-batch a
+# task belongs to (internal names; without them the sink falls back to ids
+# that are unique but not stable across a replay, and says so).
+_BATCH_ID = "streaming.sql.batchId"
+_QUERY_ID = "sql.streaming.queryId"
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark checks read batches against (exact: tz=UTC, nullability)."""
+    for f in schema.fields:
+        allowed = _READ_TYPES.get(f.name)
+        if allowed is None:
+            raise errors.SparkOptionError(
+                f"jetstream: the read schema has no column {f.name!r} "
+                f"(columns: {', '.join(READ_COLUMNS)})"
+            )
+        if f.dataType not in allowed:
+            raise errors.SparkOptionError(
+                f"jetstream: column {f.name!r} cannot be read as {f.dataType.simpleString()} "
+                f"(use {' or '.join(t.simpleString() for t in allowed)})"
+            )
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def _context(action: str, opts: ReadOptions, exc: BaseException) -> errors.SparkReadError:
+    return errors.SparkReadError(
+        f"jetstream: {action} stream {opts.stream!r} on {opts.conn.safe_servers}: {exc}"
+    )
+
+
+def _task() -> tuple[int, int, Any]:
+    """(partition id, attempt number, TaskContext or None outside a Spark task)."""
+    tc = TaskContext.get()
+    if tc is None:
+        return 0, 0, None
+    return tc.partitionId(), tc.attemptNumber(), tc
+
+
+# -- data source ---------------------------------------------------------------
+
+
+class JetStreamDataSource(DataSource):
+    """``spark.read.format("jetstream")``, ``df.write.format("jetstream")`` and streaming."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "jetstream"
+
+    def schema(self) -> StructType:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return JetStreamReader(ReadOptions.parse(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> JetStreamWriter:
+        if overwrite:
+            raise errors.SparkOptionError(
+                "jetstream: streams are append-only; write with .mode('append')"
+            )
+        opts = WriteOptions.parse(self.options)
+        # 96 random bits in 16 characters: every message carries this id, and
+        # the server keeps it in its de-duplication table for the window.
+        write_id = opts.write_id or secrets.token_urlsafe(12)
+        return JetStreamWriter(opts, plan_write(schema, opts), write_id)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return JetStreamStreamReader(StreamReadOptions.parse(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> JetStreamStreamWriter:
+        if overwrite:
+            raise errors.SparkOptionError(
+                "jetstream: streams are append-only; use outputMode('append')"
+            )
+        opts = WriteOptions.parse(self.options)
+        return JetStreamStreamWriter(opts, plan_write(schema, opts))
+
+
+def plan_write(schema: StructType, opts: WriteOptions) -> WritePlan:
+    """Check the input columns of a write and decide what each one feeds."""
+    by_name = {f.name.lower(): f for f in schema.fields}
+    data = by_name.get("data")
+    if data is None:
+        raise errors.SparkOptionError(
+            "jetstream: a write needs a 'data' column (binary or string); "
+            f"the input has {', '.join(schema.fieldNames()) or 'no columns'}"
+        )
+    if not isinstance(data.dataType, BinaryType | StringType):
+        raise errors.SparkOptionError(
+            f"jetstream: column 'data' must be binary or string, not {data.dataType.simpleString()}"
+        )
+    used = {"data"}
+    subject_col = None
+    subject = by_name.get("subject")
+    if subject is not None:
+        if not isinstance(subject.dataType, StringType):
+            raise errors.SparkOptionError("jetstream: column 'subject' must be a string")
+        used.add("subject")
+        subject_col = subject.name
+    if opts.subject is None and subject_col is None:
+        raise errors.SparkOptionError(
+            "jetstream: a write needs the 'subject' option or a 'subject' column"
+        )
+    headers_col, multi = None, False
+    headers = by_name.get("headers")
+    if headers is not None:
+        t = headers.dataType
+        value = t.valueType if isinstance(t, MapType) else None
+        multi = isinstance(value, ArrayType)
+        if isinstance(value, ArrayType):
+            value = value.elementType
+        if not (
+            isinstance(t, MapType)
+            and isinstance(t.keyType, StringType)
+            and isinstance(value, StringType)
+        ):
+            raise errors.SparkOptionError(
+                "jetstream: column 'headers' must be map<string,string> or "
+                f"map<string,array<string>>, not {t.simpleString()}"
+            )
+        used.add("headers")
+        headers_col = headers.name
+    msg_id_col = None
+    if opts.msg_id_column is not None:
+        f = by_name.get(opts.msg_id_column.lower())
+        if f is None:
+            raise errors.SparkOptionError(
+                f"jetstream: msgIdColumn {opts.msg_id_column!r} is not a column of the input"
+            )
+        msg_id_col = f.name
+        used.add(f.name.lower())
+    elif "msg_id" in by_name:
+        msg_id_col = by_name["msg_id"].name
+        used.add("msg_id")
+    extra = [
+        f.name
+        for f in schema.fields
+        if f.name.lower() not in used and f.name.lower() not in IGNORED_WRITE_COLUMNS
+    ]
+    if extra and not opts.ignore_extra_columns:
+        raise errors.SparkOptionError(
+            f"jetstream: unexpected input columns {extra}: a write takes data, subject, "
+            "headers and msg_id (stream, seq and timestamp are ignored); select the columns "
+            "or set ignoreExtraColumns=true"
+        )
+    return WritePlan(
+        data=data.name,
+        subject=subject_col if opts.subject is None else None,
+        headers=headers_col,
+        headers_multi=multi,
+        msg_id=msg_id_col,
+    )
+
+
+# -- batch read ----------------------------------------------------------------
+
+
+class JetStreamReader(DataSourceReader):
+    """Batch read: ``partitions()`` plans sequence ranges, ``read()`` reads one of them."""
+
+    def __init__(self, opts: ReadOptions, schema: StructType) -> None:
+        self.opts = opts
+        self.schema = schema
+        self.arrow_schema = _arrow_schema(schema)
+
+    def partitions(self) -> list[InputPartition]:
+        opts = self.opts
+        try:
+            nc = opts.conn.connect()
+            try:
+                ranges, state = plan_ranges(opts.conn.jetstream(nc), opts)
+            finally:
+                nc.close()
+        except errors.Error as exc:
+            raise _context("planning the read of", opts, exc) from exc
+        log.info(
+            "jetstream: reading %s: %d ranges of sequences %s (stream holds %d messages, %d..%d)",
+            opts.stream,
+            len(ranges),
+            f"{ranges[0].start}..{ranges[-1].end}" if ranges else "none",
+            state.messages,
+            state.first_seq,
+            state.last_seq,
+        )
+        return list(ranges)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, SeqRange):
+            return iter(())  # Spark turns an empty plan into one InputPartition(None)
+        return read_range(self.opts, partition, self.arrow_schema)
+
+
+# -- batch write ---------------------------------------------------------------
+
+
+@dataclass
+class JetStreamCommitMessage(WriterCommitMessage):
+    """What one write task stored: new messages, duplicates dropped, sequence span."""
+
+    partition: int
+    attempt: int
+    published: int
+    duplicates: int
+    first_seq: int | None = None
+    last_seq: int | None = None
+
+    @classmethod
+    def of(cls, partition: int, attempt: int, r: WriteResult) -> JetStreamCommitMessage:
+        return cls(partition, attempt, r.published, r.duplicates, r.first_seq, r.last_seq)
+
+
+def _totals(messages: list[Any]) -> tuple[int, int, int]:
+    done = [m for m in messages if isinstance(m, JetStreamCommitMessage)]
+    return sum(m.published for m in done), sum(m.duplicates for m in done), len(done)
+
+
+class JetStreamWriter(DataSourceArrowWriter):
+    """Batch write; ``write_id`` (made once per job, or the ``writeId`` option) names the ids."""
+
+    def __init__(self, opts: WriteOptions, plan: WritePlan, write_id: str) -> None:
+        self.opts = opts
+        self.plan = plan
+        self.write_id = write_id
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> JetStreamCommitMessage:
+        partition, attempt, _tc = _task()
+        return self.write_partition(iterator, partition, attempt)
+
+    def write_partition(
+        self, batches: Iterator[pa.RecordBatch], partition: int, attempt: int = 0
+    ) -> JetStreamCommitMessage:
+        """Publish one partition's rows (what ``write`` does in a Spark task)."""
+        prefix = f"{self.write_id}:{partition}"
+        where = f"partition {partition} (attempt {attempt}) of write {self.write_id}"
+        result = publish_batches(self.opts, self.plan, batches, prefix, where)
+        return JetStreamCommitMessage.of(partition, attempt, result)
+
+    def commit(self, messages: list[Any]) -> None:
+        published, dups, tasks = _totals(messages)
+        log.info(
+            "jetstream: write %s committed: %d messages stored, %d duplicates dropped, %d tasks",
+            self.write_id,
+            published,
+            dups,
+            tasks,
+        )
+
+    def abort(self, messages: list[Any]) -> None:
+        published, dups, tasks = _totals(messages)
+        failed = sum(1 for m in messages if m is None)
+        log.warning(
+            "jetstream: write %s aborted: %d finished tasks stored %d messages (%d duplicates "
+            "dropped), and they stay (a stream cannot un-publish); %d tasks failed, each error "
+            "says how many of its rows were acked. Re-run with the option writeId=%s to re-send "
+            "everything without duplicates within the stream's duplicate window.",
+            self.write_id,
+            tasks,
+            published,
+            dups,
+            failed,
+            self.write_id,
+        )
+
+
+# -- streaming source ------------------------------------------------------------
+
+
+class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are ``{"stream": name, "seq": next sequence to read}`` (exclusive ends)."""
+
+    def __init__(self, opts: StreamReadOptions, schema: StructType) -> None:
+        self.opts = opts
+        self.schema = schema
+        self.arrow_schema = _arrow_schema(schema)
+        self._nc: Any = None
+        self._js: Any = None
+        self._state: StreamState | None = None
+        self._target: int | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Only the driver-side instance connects; a copy never carries the connection.
+        state = dict(self.__dict__)
+        state["_nc"] = state["_js"] = None
+        return state
+
+    # -- driver side ----------------------------------------------------------
+
+    def _jetstream(self) -> Any:
+        nc = self._nc
+        if nc is None or nc.is_closed:
+            conn = self.opts.read.conn
+            self._nc = nc = conn.connect()
+            self._js = conn.jetstream(nc)
+        return self._js
+
+    def _stream_state(self) -> StreamState:
+        read = self.opts.read
+        try:
+            state = stream_state(self._jetstream(), read.stream)
+        except errors.Error as exc:
+            raise _context("getting the info of", read, exc) from exc
+        self._state = state
+        return state
+
+    def _offset(self, seq: int) -> dict[str, Any]:
+        return {"stream": self.opts.read.stream, "seq": int(seq)}
+
+    def _seq_of(self, offset: Mapping[str, Any]) -> int:
+        stream = self.opts.read.stream
+        if offset.get("stream") != stream:
+            raise errors.SparkOptionError(
+                f"jetstream: the checkpoint's offset {dict(offset)} is for stream "
+                f"{offset.get('stream')!r}, not {stream!r}; use a new checkpointLocation"
+            )
+        return int(offset["seq"])
+
+    def initialOffset(self) -> dict[str, Any]:
+        starting = self.opts.starting
+        state = self._stream_state()
+        if starting == "earliest":
+            seq = state.first_seq if state.messages else state.next_seq
+        elif starting == "latest":
+            seq = state.next_seq
+        elif starting.isdigit():
+            seq = int(starting)
+        else:
+            at = first_seq_at(self._js, self.opts.read, parse_time_ns(starting))
+            seq = at if at is not None else state.next_seq
+        return self._offset(max(1, seq))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.opts.max_messages_per_trigger
+        return ReadMaxRows(n) if n is not None else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._stream_state().next_seq
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        first = self._seq_of(start)
+        state = self._stream_state()
+        self._check_loss(first, state)
+        end = state.next_seq
+        if self._target is not None:
+            end = min(end, self._target)
+        if isinstance(limit, ReadMaxRows):
+            # Counted from the first message still stored: removed ones (allowed
+            # by failOnDataLoss=false) would otherwise make empty batches.
+            end = min(end, max(first, state.first_seq) + limit.max_rows)
+        return self._offset(max(end, first))
+
+    def _check_loss(self, first: int, state: StreamState) -> None:
+        stream = self.opts.read.stream
+        if first > state.next_seq:
+            raise errors.DataLossError(
+                f"jetstream: the query's next sequence {first} is past the end of stream "
+                f"{stream!r} (last sequence {state.last_seq}): the stream was recreated or "
+                "reset; start the query with a new checkpointLocation"
+            )
+        if first < state.first_seq:
+            text = (
+                f"jetstream: messages {first}..{state.first_seq - 1} of stream {stream!r} were "
+                "removed (purge, limits or deletes) before the query read them"
+            )
+            if self.opts.fail_on_data_loss:
+                raise errors.DataLossError(text + "; set failOnDataLoss=false to skip them")
+            log.warning("%s; skipped (failOnDataLoss=false)", text)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        state = self._state
+        return None if state is None else self._offset(state.next_seq)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        first, stop = self._seq_of(start), self._seq_of(end)
+        read = self.opts.read
+        state = self._state or self._stream_state()
+        if not self.opts.fail_on_data_loss:
+            first = max(first, state.first_seq)  # no tasks for what is gone
+        return list(
+            split(
+                read.stream,
+                first,
+                stop - 1,
+                read.partitions,
+                read.max_messages_per_partition,
+                pull_size(read, state),
+                first_expected=self.opts.fail_on_data_loss,
+            )
+        )
+
+    def commit(self, end: dict[str, Any]) -> None:
+        log.debug("jetstream: stream %s committed up to %s", self.opts.read.stream, end)
+
+    def stop(self) -> None:
+        nc, self._nc, self._js = self._nc, None, None
+        if nc is not None:
+            nc.close()
+
+    # -- executors -------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, SeqRange):
+            return iter(())
+        return read_range(self.opts.read, partition, self.arrow_schema, self.opts.fail_on_data_loss)
+
+
+# -- streaming sink --------------------------------------------------------------
+
+
+class JetStreamStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming sink: ids ``<sinkId or query id>:<batch id>:<partition>:<row>``.
+
+    A replayed micro-batch has the same batch id and rows, so it adds nothing.
+    """
+
+    def __init__(self, opts: WriteOptions, plan: WritePlan) -> None:
+        self.opts = opts
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> JetStreamCommitMessage:
+        partition, attempt, tc = _task()
+        batch_id = tc.getLocalProperty(_BATCH_ID) if tc is not None else None
+        query_id = tc.getLocalProperty(_QUERY_ID) if tc is not None else None
+        return self.write_partition(iterator, partition, batch_id, query_id, attempt)
+
+    def write_partition(
+        self,
+        batches: Iterator[pa.RecordBatch],
+        partition: int,
+        batch_id: str | None,
+        query_id: str | None = None,
+        attempt: int = 0,
+    ) -> JetStreamCommitMessage:
+        """Publish one partition of micro-batch ``batch_id`` (what ``write`` does in a task)."""
+        sink = self.opts.sink_id or query_id
+        if batch_id is None or sink is None:
+            # Unique but not stable: a replay of this batch would publish again.
+            sink, batch_id = sink or "sink", uuid.uuid4().hex
+            log.warning(
+                "jetstream: no streaming batch id in this task; message ids are unique "
+                "but a replayed micro-batch will not be de-duplicated"
+            )
+        prefix = f"{sink}:{batch_id}:{partition}"
+        where = f"partition {partition} of micro-batch {batch_id}"
+        result = publish_batches(self.opts, self.plan, batches, prefix, where)
+        return JetStreamCommitMessage.of(partition, attempt, result)
+
+    def commit(self, messages: list[Any], batchId: int) -> None:
+        published, dups, _tasks = _totals(messages)
+        log.info(
+            "jetstream: micro-batch %d committed: %d messages stored, %d duplicates dropped",
+            batchId,
+            published,
+            dups,
+        )
+
+    def abort(self, messages: list[Any], batchId: int) -> None:
+        published, dups, tasks = _totals(messages)
+        log.warning(
+            "jetstream: micro-batch %d aborted after %d finished tasks stored %d messages "
+            "(%d duplicates dropped); they stay, and the replayed batch re-sends them with the "
+            "same ids, which the stream drops within its duplicate window",
+            batchId,
+            tasks,
+            published,
+            dups,
+        )
