@@ -11,7 +11,7 @@ every client library is imported inside them: natsio only exists on 3.13+.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 from jsclient.bench import core, js, raw
@@ -54,7 +54,6 @@ class Workload:
     check: CheckFn | None = None  # run by the parent after every child; an error or None
     echo: bool = False  # needs the echo peer
     rss_growth_mb: float | None = None  # a memory target for jsclient, if any
-    notes: Mapping[str, str] = field(default_factory=dict)  # per client: what it runs
 
     def all_targets(self) -> tuple[Target, ...]:
         """The row's own targets, plus "ahead of natsio" wherever natsio runs it."""
@@ -106,15 +105,15 @@ def _core() -> list[Workload]:
             rss_growth_mb=64.0,
         )
     )
-    for mode, target, py_mode in (
-        ("next_msg", 10.0, "next_msg"),
-        ("iter", 10.0, "next_msg"),
-        ("callback", 3.0, "callback"),
+    for mode, target, py_mode, how in (
+        ("next_msg", 10.0, "next_msg", "next_msg"),
+        ("iter", 10.0, "next_msg", "iteration (nats-py: next_msg; natsio: async for)"),
+        ("callback", 3.0, "callback", "callback"),
     ):
         out.append(
             Workload(
                 f"core-receive-{mode}",
-                f"core receive 16 B via {mode}, external publisher process with a credit window",
+                f"core receive 16 B via {how}, external publisher with a credit window",
                 {
                     JSCLIENT: partial(core.js_receive, mode=mode),
                     NATS_PY: partial(core.py_receive, mode=py_mode),
@@ -124,10 +123,6 @@ def _core() -> list[Workload]:
                 20_000,
                 16,
                 targets=(Target(NATS_PY, target),),
-                notes={
-                    NATS_PY: f"{py_mode}",
-                    NATSIO: "async for" if mode == "iter" else mode,
-                },
             )
         )
     out.append(
@@ -238,7 +233,6 @@ def _js() -> list[Workload]:
             200_000,
             20_000,
             targets=(Target(NATS_PY, 5.0), Target(NATSIO, 2.5)),
-            notes={NATS_PY: "pull_subscribe().fetch", NATSIO: "consumer.fetch"},
             setup=con_setup,
         ),
         Workload(
@@ -257,7 +251,6 @@ def _js() -> list[Workload]:
             200_000,
             20_000,
             targets=(Target(NATS_PY, 5.0), Target(NATSIO, 2.5)),
-            notes={NATS_PY: "pull_subscribe().fetch", NATSIO: "consume(), async for"},
             setup=con_setup,
         ),
         Workload(
@@ -268,7 +261,6 @@ def _js() -> list[Workload]:
             200_000,
             20_000,
             targets=(Target(NATS_PY, 5.0),),
-            notes={NATS_PY: "pull_subscribe().fetch", NATSIO: "consume(), async for"},
             setup=con_setup,
         ),
         Workload(
