@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from jsclient.bench import interp, report, runner
@@ -76,13 +79,21 @@ def test_interpreter_is_described_with_its_build() -> None:
 
 
 def test_peak_rss_is_this_process() -> None:
-    before = peak_rss()
-    assert before is not None and before > 1 << 20
-    block = bytearray(64 << 20)
-    block[:: 1 << 12] = b"\x01" * len(block[:: 1 << 12])  # touch every page
-    after = peak_rss()
-    assert after is not None and after >= before + (48 << 20)
-    del block
+    # In a fresh interpreter: the peak rises with what it touches, and starts
+    # from its own size, not this (possibly large) process's peak.
+    code = (
+        "from jsclient.bench.result import peak_rss\n"
+        "before = peak_rss()\n"
+        "block = bytearray(64 << 20)\n"
+        "block[:: 1 << 12] = bytes(len(block[:: 1 << 12]))\n"
+        "print(before, peak_rss())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, after = map(int, out.stdout.split())
+    assert 1 << 20 < before < 48 << 20
+    assert after >= before + (48 << 20)
+    here = peak_rss()
+    assert here is not None and here > 1 << 20
 
 
 # -- workload registry -------------------------------------------------------------------
