@@ -1,9 +1,11 @@
-"""End-to-end workloads, jsclient and nats-py side by side on one embedded server.
+"""End-to-end workloads, every client side by side on one embedded server.
 
 Every workload of :mod:`jsclient.bench` (the same ones ``python -m jsclient
-bench`` runs) becomes one benchmark here. pytest-benchmark times the jsclient
-side; both clients' rates and their ratio go into ``extra_info`` and are
-printed. Marked ``e2e``, so the default test run skips them; run with::
+bench`` runs) becomes one benchmark here, measured the same way: each client
+in a fresh process, the echo peer and stream set-up shared. pytest-benchmark
+times the whole row; every client's rate and jsclient's ratios go into
+``extra_info`` and are printed. Marked ``e2e``, so the default test run skips
+them; run with::
 
     pytest benchmarks/test_e2e.py -m e2e -s            # full counts
     JSCLIENT_BENCH_QUICK=1 pytest benchmarks/test_e2e.py -m e2e -s
@@ -16,6 +18,8 @@ import os
 import pytest
 
 from jsclient import _impl, bench
+from jsclient.bench import report
+from jsclient.bench.workloads import CLIENTS, JSCLIENT, PEERS
 from jsclient.server import NatsServer
 
 QUICK = os.environ.get("JSCLIENT_BENCH_QUICK") == "1"
@@ -31,19 +35,20 @@ def test_e2e(
     benchmark: pytest.FixtureRequest,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    n = workload.quick_n if QUICK else workload.n
-    py = workload.nats_py(bench_server.url, n, workload.size)
-    ours = benchmark.pedantic(  # type: ignore[attr-defined]
-        workload.jsclient, args=(bench_server.url, n, workload.size), rounds=1, iterations=1
+    (row,) = benchmark.pedantic(  # type: ignore[attr-defined]
+        bench.run,
+        args=(bench_server.url, [workload]),
+        kwargs={"quick": QUICK, "impl": _impl.IMPL},
+        rounds=1,
+        iterations=1,
     )
-    ratio = ours.rate / py.rate
+    rates = {c: row.rate(c) for c in CLIENTS}
+    ratios = {p: row.ratio(p) for p in PEERS}
     benchmark.extra_info.update(  # type: ignore[attr-defined]
-        {"impl": _impl.IMPL, "jsclient_rate": ours.rate, "nats_py_rate": py.rate, "ratio": ratio}
+        {"impl": _impl.IMPL, "rates": rates, "ratios": ratios}
     )
     with capsys.disabled():
-        print(
-            f"\n{workload.name:<24} jsclient[{_impl.IMPL}] {ours.rate:>12,.0f}/s  "
-            f"nats-py {py.rate:>12,.0f}/s  ratio {ratio:5.2f}x"
-            + (f"  (target {workload.target}x)" if workload.target else "")
-        )
-    assert ours.rate > 0 and py.rate > 0
+        print("\n" + report.rates_table([row]).splitlines()[-1])
+    assert row.clients[JSCLIENT].status == report.OK, row.clients[JSCLIENT].error
+    for c in CLIENTS:
+        assert row.clients[c].status != report.ERROR, (c, row.clients[c].error)

@@ -178,15 +178,31 @@ def _demo_core(url: str, count: int, size: int) -> int:
 
 
 def bench(argv: Sequence[str]) -> int:
-    """Measure jsclient against nats-py, side by side, and print one table."""
-    ap = argparse.ArgumentParser(prog="python -m jsclient bench")
+    """Measure jsclient against nats-py, natsio and a raw socket, and print the tables."""
+    from jsclient.bench.workloads import CLIENTS
+
+    ap = argparse.ArgumentParser(
+        prog="python -m jsclient bench",
+        description="Every workload for every client, each run in a fresh process against "
+        "one shared server; medians of alternating rounds.",
+    )
     ap.add_argument("--server", help="use this server URL instead of an embedded one")
-    ap.add_argument("--quick", action="store_true", help="small message counts (< 1 minute)")
+    ap.add_argument("--quick", action="store_true", help="small message counts, one round")
     ap.add_argument("--impl", choices=["c", "python"], help="jsclient implementation to use")
-    ap.add_argument("--only", action="append", help="run only this workload (repeatable)")
-    ap.add_argument("--repeat", type=int, default=1, help="repetitions per workload (median)")
+    ap.add_argument(
+        "--only", action="append", help="run only this workload (repeatable; globs such as 'js-*')"
+    )
+    ap.add_argument(
+        "--repeat", type=int, help="alternating rounds, medians (default 3; 1 with --quick)"
+    )
+    ap.add_argument(
+        "--clients",
+        default=",".join(CLIENTS),
+        help=f"comma-separated subset of {','.join(CLIENTS)} (default: all that run here)",
+    )
+    ap.add_argument("--timeout", type=float, help="seconds per run (default 600; 180 quick)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    ap.add_argument("--plot", metavar="FILE.png", help="bar chart of ratios (needs matplotlib)")
+    ap.add_argument("--plot", metavar="FILE.png", help="bar chart of the ratios (needs matplotlib)")
     ap.add_argument("--list", action="store_true", help="list the workloads and exit")
     ap.add_argument(
         "--reliability",
@@ -202,50 +218,86 @@ def bench(argv: Sequence[str]) -> int:
 
     if args.reliability:
         return _reliability(args)
+    import fnmatch
 
     import jsclient
     from jsclient import bench as b
+    from jsclient.bench import interp, raw
     from jsclient.server import NatsServer
 
     every = b.workloads()
     if args.list:
         for w in every:
-            print(f"{w.name:<28} {w.description}")
+            runs = ", ".join(c for c in CLIENTS if c in w.fns)
+            print(f"{w.name:<24} {w.description} [{runs}]")
         return 0
-    chosen = [w for w in every if not args.only or w.name in args.only]
-    if not chosen:
-        print(f"no workload named {args.only}; try --list", file=sys.stderr)
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    unknown = [c for c in clients if c not in CLIENTS]
+    if unknown or "jsclient" not in clients:
+        print(f"--clients: choose from {', '.join(CLIENTS)}, jsclient included", file=sys.stderr)
         return 2
-    meta = {
+    chosen = [
+        w for w in every if not args.only or any(fnmatch.fnmatchcase(w.name, p) for p in args.only)
+    ]
+    if not chosen:
+        print(f"no workload matches {args.only}; try --list", file=sys.stderr)
+        return 2
+    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
+    if repeat < 1:
+        print("--repeat must be at least 1", file=sys.stderr)
+        return 2
+
+    info = interp.interpreter_info()
+    _natsio_ok, natsio_version = interp.natsio_status()
+    meta: dict[str, Any] = {
+        "interpreter": info,
         "jsclient": jsclient.__version__,
         "impl": _impl.IMPL,
-        "nats_py": _dist_version("nats-py"),
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.system()}",
+        "nats_py": interp.dist_version("nats-py"),
+        "natsio": natsio_version,
         "quick": args.quick,
+        "repeat": repeat,
+        "clients": clients,
     }
-    print(
-        f"jsclient {meta['jsclient']} (impl={meta['impl']}) vs nats-py {meta['nats_py']}, "
-        f"Python {meta['python']}, {meta['machine']}"
-    )
-    bar = Progress("bench", len(chosen))
+    for line in interp.describe_interpreter(info):
+        print(line)
 
-    def progress(label: str, done: int, total: int) -> None:
-        bar.label = label[:26]
-        bar.update(done, force=True)
-
-    bar.label = "bench"
-    if args.server:
-        outcomes = b.run(
-            args.server, chosen, quick=args.quick, repeat=args.repeat, progress=progress
+    def run_all(url: str, server: str) -> list[Any]:
+        meta["server"] = server
+        meta["server_url"] = url
+        print(
+            f"jsclient {meta['jsclient']} (impl={meta['impl']}), nats-py {meta['nats_py']}, "
+            f"natsio {meta['natsio']}, nats-server {server}"
         )
+        print(
+            f"method: every (workload, client, round) in a fresh process; {repeat} alternating "
+            f"round{'s' if repeat > 1 else ''}, medians; {'quick' if args.quick else 'full'} counts"
+        )
+
+        def progress(label: str, done: int, total: int) -> None:
+            sys.stderr.write(f"\r[{done:>3}/{total}] {label:<60}")
+            sys.stderr.flush()
+
+        try:
+            return b.run(
+                url,
+                chosen,
+                quick=args.quick,
+                repeat=repeat,
+                clients=clients,
+                impl=_impl.IMPL,
+                timeout=args.timeout,
+                progress=progress,
+            )
+        finally:
+            sys.stderr.write("\n")
+
+    if args.server:
+        outcomes = run_all(args.server, raw.server_version(args.server) or "?")
     else:
         with NatsServer(jetstream=True) as srv:
-            meta["server"] = srv.info.get("version", "?")
-            outcomes = b.run(
-                srv.url, chosen, quick=args.quick, repeat=args.repeat, progress=progress
-            )
-    sys.stderr.write("\n")
+            outcomes = run_all(srv.url, f"{srv.info.get('version', '?')} (embedded)")
+    print()
     print(b.table(outcomes))
     if args.json:
         with open(args.json, "w") as f:
@@ -280,15 +332,6 @@ def _reliability(args: argparse.Namespace) -> int:
     return 1 if any(r["problems"] for r in results) else 0
 
 
-def _dist_version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "?"
-
-
 def _plot(outcomes: Sequence[Any], path: str) -> None:
     try:
         import matplotlib
@@ -298,15 +341,23 @@ def _plot(outcomes: Sequence[Any], path: str) -> None:
     except ImportError:
         print("--plot needs matplotlib: pip install matplotlib", file=sys.stderr)
         return
-    names = [getattr(o, "name", "") for o in outcomes]
-    ratios = [getattr(o, "ratio", 0.0) for o in outcomes]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) + 1.5))
-    ax.barh(names, ratios, color="#3b7dd8")
+    from jsclient.bench.workloads import PEERS
+
+    names = [o.name for o in outcomes]
+    fig, ax = plt.subplots(figsize=(10, 0.6 * len(names) + 1.5))
+    height = 0.8 / len(PEERS)
+    for k, peer in enumerate(PEERS):
+        ratios = [o.ratio(peer) or 0.0 for o in outcomes]
+        ys = [i + (k - 1) * height for i in range(len(names))]
+        ax.barh(ys, ratios, height=height, label=f"jsclient / {peer}")
+        for y, r in zip(ys, ratios, strict=True):
+            if r:
+                ax.text(r, y, f" {r:.2f}x", va="center", fontsize=7)
+    ax.set_yticks(range(len(names)), names)
     ax.axvline(1.0, color="grey", lw=1)
-    ax.set_xlabel("jsclient / nats-py (msgs/s ratio)")
+    ax.set_xlabel("jsclient msgs/s ratio (medians, same run)")
     ax.invert_yaxis()
-    for i, r in enumerate(ratios):
-        ax.text(r, i, f" {r:.1f}x", va="center")
+    ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")

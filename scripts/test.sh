@@ -24,7 +24,8 @@ python -m pytest -q -m wheel tests/packaging
 QUICK=(tests/unit tests/equivalence tests/integration/test_core_pubsub.py
        tests/integration/test_pull_fetch.py tests/integration/test_pull_subscribe.py
        tests/integration/test_push_subscribe.py tests/integration/test_js_publish.py
-       tests/integration/test_fork.py tests/django)
+       tests/integration/test_fork.py tests/integration/test_read_leader.py
+       tests/integration/test_write_queue.py tests/integration/test_bench_runner.py tests/django)
 ran=("$(python -c 'import platform; print(platform.python_version())') (full suite)")
 for v in 3.12 3.13; do
     if ! py=$(bash scripts/find-python.sh "$v"); then

@@ -1,19 +1,22 @@
-"""Core NATS workloads, each for jsclient and for nats-py (asyncio) in the same process.
+"""Core NATS workloads for jsclient, nats-py and natsio (both asyncio).
 
-Receive workloads get their messages from a separate publisher process (the
-same one for both clients, so the comparison is fair), with a credit window so
-a slow receiver is never cut off as a slow consumer.
+Each function runs in a fresh process of its own (see
+:mod:`jsclient.bench.runner`) and returns a :class:`Result`. Receive workloads
+get their messages from a separate publisher process (the same program for
+every client, so the comparison is fair), with a credit window so a slow
+receiver is never cut off as a slow consumer. Request workloads talk to the
+shared echo peer process (:mod:`jsclient.bench.peer`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import threading
 import time
 from typing import Any
 
+from jsclient.bench.peer import ECHO_SUBJECT
 from jsclient.bench.result import Result, percentiles
 
 _SUBJECT = "bench.core"
@@ -84,10 +87,31 @@ def js_publish(url: str, n: int, size: int) -> Result:
 
 
 def py_publish(url: str, n: int, size: int) -> Result:
+    import asyncio
+
     import nats
 
     async def run() -> float:
         nc = await nats.connect(url)
+        payload = b"x" * size
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await nc.publish(_SUBJECT, payload)
+        await nc.flush(timeout=60)
+        dt = time.perf_counter() - t0
+        await nc.close()
+        return dt
+
+    return Result(n / asyncio.run(run()))
+
+
+def nio_publish(url: str, n: int, size: int) -> Result:
+    import asyncio
+
+    import natsio
+
+    async def run() -> float:
+        nc = await natsio.connect(url)
         payload = b"x" * size
         t0 = time.perf_counter()
         for _ in range(n):
@@ -153,6 +177,8 @@ def js_receive(url: str, n: int, size: int, mode: str) -> Result:
 
 
 def py_receive(url: str, n: int, size: int, mode: str) -> Result:
+    import asyncio
+
     import nats
 
     pub = _Publisher(url, n, size)
@@ -207,7 +233,67 @@ def py_receive(url: str, n: int, size: int, mode: str) -> Result:
     return Result(n / dt)
 
 
-# -- request / reply ------------------------------------------------------------
+def nio_receive(url: str, n: int, size: int, mode: str) -> Result:
+    """natsio: ``next_msg``, ``async for``, or a plain (non-async) callback, its fastest form."""
+    import asyncio
+
+    import natsio
+
+    pub = _Publisher(url, n, size)
+    step = max(1, pub.window // 2)
+
+    async def run() -> float:
+        nc = await natsio.connect(url)
+        loop = asyncio.get_running_loop()
+        done = asyncio.Event()
+        count = 0
+        credits: set[Any] = set()
+
+        def on_msg(_m: Any) -> None:
+            nonlocal count
+            count += 1
+            if count % step == 0:
+                task = loop.create_task(nc.publish("bench.credit", b""))
+                credits.add(task)
+                task.add_done_callback(credits.discard)
+            if count >= n:
+                done.set()
+
+        limit = pub.window * 2
+        sub = nc.subscribe(
+            _SUBJECT,
+            cb=on_msg if mode == "callback" else None,
+            pending_msgs_limit=limit,
+            pending_bytes_limit=1 << 30,
+        )
+        await nc.flush()
+        t0 = time.perf_counter()
+        pub.go()
+        if mode == "callback":
+            await asyncio.wait_for(done.wait(), 120)
+        elif mode == "next_msg":
+            for i in range(1, n + 1):
+                await sub.next_msg(timeout=30)
+                if i % step == 0:
+                    await nc.publish("bench.credit", b"")
+        else:
+            i = 0
+            async for _m in sub:
+                i += 1
+                if i % step == 0:
+                    await nc.publish("bench.credit", b"")
+                if i >= n:
+                    break
+        dt = time.perf_counter() - t0
+        await nc.close()
+        return dt
+
+    dt = asyncio.run(run())
+    pub.wait()
+    return Result(n / dt)
+
+
+# -- request / reply (against the echo peer process) ------------------------------
 
 
 def js_request(url: str, n: int, size: int) -> Result:
@@ -215,43 +301,58 @@ def js_request(url: str, n: int, size: int) -> Result:
 
     payload = b"x" * size
     lat: list[float] = []
-    with jsclient.connect(url) as server_nc, jsclient.connect(url) as nc:
-        server_nc.subscribe("bench.rr", cb=lambda m: m.respond(m.data))
-        server_nc.flush()
+    with jsclient.connect(url) as nc:
+        nc.request(ECHO_SUBJECT, payload, timeout=5)  # warm-up: the reply subscription
         t0 = time.perf_counter()
         for _ in range(n):
             t = time.perf_counter()
-            nc.request("bench.rr", payload, timeout=5)
+            nc.request(ECHO_SUBJECT, payload, timeout=5)
             lat.append(time.perf_counter() - t)
         dt = time.perf_counter() - t0
-    p50, p99 = percentiles(lat)
-    return Result(n / dt, p50, p99)
+    return Result(n / dt, *percentiles(lat))
 
 
 def py_request(url: str, n: int, size: int) -> Result:
+    import asyncio
+
     import nats
 
     async def run() -> tuple[float, list[float]]:
-        server_nc = await nats.connect(url)
         nc = await nats.connect(url)
-
-        async def echo(m: Any) -> None:
-            await m.respond(m.data)
-
-        await server_nc.subscribe("bench.rr", cb=echo)
-        await server_nc.flush()
         payload = b"x" * size
+        await nc.request(ECHO_SUBJECT, payload, timeout=5)
         lat: list[float] = []
         t0 = time.perf_counter()
         for _ in range(n):
             t = time.perf_counter()
-            await nc.request("bench.rr", payload, timeout=5)
+            await nc.request(ECHO_SUBJECT, payload, timeout=5)
             lat.append(time.perf_counter() - t)
         dt = time.perf_counter() - t0
         await nc.close()
-        await server_nc.close()
         return dt, lat
 
     dt, lat = asyncio.run(run())
-    p50, p99 = percentiles(lat)
-    return Result(n / dt, p50, p99)
+    return Result(n / dt, *percentiles(lat))
+
+
+def nio_request(url: str, n: int, size: int) -> Result:
+    import asyncio
+
+    import natsio
+
+    async def run() -> tuple[float, list[float]]:
+        nc = await natsio.connect(url)
+        payload = b"x" * size
+        await nc.request(ECHO_SUBJECT, payload, timeout=5)
+        lat: list[float] = []
+        t0 = time.perf_counter()
+        for _ in range(n):
+            t = time.perf_counter()
+            await nc.request(ECHO_SUBJECT, payload, timeout=5)
+            lat.append(time.perf_counter() - t)
+        dt = time.perf_counter() - t0
+        await nc.close()
+        return dt, lat
+
+    dt, lat = asyncio.run(run())
+    return Result(n / dt, *percentiles(lat))

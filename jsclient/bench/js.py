@@ -1,14 +1,18 @@
-"""JetStream workloads, each for jsclient and for nats-py (asyncio) in the same process.
+"""JetStream workloads for jsclient, nats-py and natsio (both asyncio).
 
-Streams are memory-backed for publishing and file-backed for consuming, and
-are made fresh for every run. Pre-filling is not timed. nats-py gets its best
-idiomatic settings: the same publish_async window, the same fetch batch, and
-acks awaited one by one (its API has no batched ack).
+Each function runs in a fresh process of its own and only does the timed work
+(plus connecting and making its consumer). The streams are prepared by the
+parent before each run (:func:`setup_publish`, :func:`setup_consume`), with
+jsclient, so no client's process carries another client's setup in its memory
+or time: publish rows get a fresh memory stream, consume rows a file stream
+pre-filled once and shared by every consume row and round that needs the same
+count and size. The asyncio clients get their best idiomatic settings: the
+same publish_async window, the same fetch batch, and acks awaited one by one
+(neither has a batched ack).
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from typing import Any
@@ -18,68 +22,107 @@ from jsclient.bench.result import Result, percentiles
 WINDOW = 4000
 BATCH = 1000
 
+PUB_STREAM, PUB_SUBJECT = "BPUB", "bpub.x"
+CON_STREAM, CON_FILTER = "BCON", "bcon.>"
 
-def _fresh_stream(url: str, name: str, subject: str, storage: str, fill: int, size: int) -> None:
-    """(Re)create a stream and pre-fill it with ``fill`` messages of ``size`` bytes."""
+
+# -- set-up and checks, run by the parent ----------------------------------------------
+
+
+def setup_publish(url: str, n: int, size: int) -> None:
+    """A fresh, empty memory stream for a publish run."""
     import jsclient
 
-    with jsclient.connect(url) as nc:
+    with jsclient.connect(url, name="jsclient-bench-setup") as nc:
         js = nc.jetstream()
         try:
-            js.delete_stream(name)
+            js.delete_stream(PUB_STREAM)
         except jsclient.errors.NotFoundError:
             pass
-        js.create_stream(name=name, subjects=[subject], storage=storage)
-        if fill:
-            # Acked publishes: un-acked core publishes this fast overrun the
-            # server's JetStream ingest and some are dropped.
-            js = nc.jetstream(publish_async_max_pending=4000, publish_async_stall_wait=60.0)
-            payload = b"x" * size
-            pub_subject = subject.replace(">", "fill")
-            for _ in range(fill):
-                js.publish_async(pub_subject, payload)
-            js.publish_async_complete(timeout=300)
-            have = js.stream(name).info().state.messages
-            if have != fill:
-                raise RuntimeError(f"stream pre-fill stored {have} of {fill} messages")
+        js.create_stream(name=PUB_STREAM, subjects=["bpub.>"], storage="memory")
 
 
-# -- publish ------------------------------------------------------------------
+def check_published(url: str, n: int, size: int) -> str | None:
+    """After a publish run: did the stream get every message (``n`` plus the warm-up)?"""
+    import jsclient
+
+    with jsclient.connect(url, name="jsclient-bench-check") as nc:
+        have = nc.jetstream().stream(PUB_STREAM).info().state.messages
+    if have < n:
+        return f"the stream stored {have} of {n} messages"
+    return None
+
+
+def setup_consume(url: str, n: int, size: int) -> None:
+    """A file stream holding exactly ``n`` messages of ``size`` bytes, with no consumers.
+
+    The stream's description records what it was filled with, so the next run
+    that needs the same reuses it (limits retention: consuming keeps the
+    messages); only the consumers earlier runs left are deleted.
+    """
+    import jsclient
+
+    tag = f"jsclient bench: {n} x {size} B"
+    with jsclient.connect(url, name="jsclient-bench-setup") as nc:
+        js = nc.jetstream()
+        try:
+            stream = js.stream(CON_STREAM)
+            info = stream.info()
+            if info.config.description == tag and info.state.messages == n:
+                for name in list(stream.consumer_names()):
+                    stream.delete_consumer(name)
+                return
+            js.delete_stream(CON_STREAM)
+        except jsclient.errors.NotFoundError:
+            pass
+        js.create_stream(name=CON_STREAM, subjects=[CON_FILTER], storage="file", description=tag)
+        # Acked publishes: un-acked core publishes this fast overrun the
+        # server's JetStream ingest and some are dropped.
+        js = nc.jetstream(publish_async_max_pending=4000, publish_async_stall_wait=60.0)
+        payload = b"x" * size
+        for _ in range(n):
+            js.publish_async("bcon.fill", payload)
+        js.publish_async_complete(timeout=300)
+        have = js.stream(CON_STREAM).info().state.messages
+        if have != n:
+            raise RuntimeError(f"stream pre-fill stored {have} of {n} messages")
+
+
+# -- publish ---------------------------------------------------------------------------
 
 
 def js_publish_sync(url: str, n: int, size: int) -> Result:
     import jsclient
 
-    _fresh_stream(url, "BPUB", "bpub.>", "memory", 0, size)
     payload = b"x" * size
     lat: list[float] = []
     with jsclient.connect(url) as nc:
         js = nc.jetstream()
-        js.publish("bpub.x", payload)
+        js.publish(PUB_SUBJECT, payload)
         t0 = time.perf_counter()
         for _ in range(n):
             t = time.perf_counter()
-            js.publish("bpub.x", payload)
+            js.publish(PUB_SUBJECT, payload)
             lat.append(time.perf_counter() - t)
         dt = time.perf_counter() - t0
     return Result(n / dt, *percentiles(lat))
 
 
 def py_publish_sync(url: str, n: int, size: int) -> Result:
-    import nats
+    import asyncio
 
-    _fresh_stream(url, "BPUB", "bpub.>", "memory", 0, size)
+    import nats
 
     async def run() -> tuple[float, list[float]]:
         nc = await nats.connect(url)
         js = nc.jetstream()
         payload = b"x" * size
-        await js.publish("bpub.x", payload)
+        await js.publish(PUB_SUBJECT, payload)
         lat: list[float] = []
         t0 = time.perf_counter()
         for _ in range(n):
             t = time.perf_counter()
-            await js.publish("bpub.x", payload)
+            await js.publish(PUB_SUBJECT, payload)
             lat.append(time.perf_counter() - t)
         dt = time.perf_counter() - t0
         await nc.close()
@@ -89,36 +132,58 @@ def py_publish_sync(url: str, n: int, size: int) -> Result:
     return Result(n / dt, *percentiles(lat))
 
 
-def js_publish_async(url: str, n: int, size: int) -> Result:
-    import jsclient
+def nio_publish_sync(url: str, n: int, size: int) -> Result:
+    import asyncio
 
-    _fresh_stream(url, "BPUB", "bpub.>", "memory", 0, size)
-    payload = b"x" * size
-    with jsclient.connect(url) as nc:
-        js = nc.jetstream(publish_async_max_pending=WINDOW, publish_async_stall_wait=60.0)
-        js.publish("bpub.x", payload)
-        publish_async = js.publish_async
+    import natsio
+
+    async def run() -> tuple[float, list[float]]:
+        nc = await natsio.connect(url)
+        js = nc.jetstream()
+        payload = b"x" * size
+        await js.publish(PUB_SUBJECT, payload)
+        lat: list[float] = []
         t0 = time.perf_counter()
         for _ in range(n):
-            publish_async("bpub.x", payload)
+            t = time.perf_counter()
+            await js.publish(PUB_SUBJECT, payload)
+            lat.append(time.perf_counter() - t)
+        dt = time.perf_counter() - t0
+        await nc.close()
+        return dt, lat
+
+    dt, lat = asyncio.run(run())
+    return Result(n / dt, *percentiles(lat))
+
+
+def js_publish_async(url: str, n: int, size: int, window: int = WINDOW) -> Result:
+    import jsclient
+
+    payload = b"x" * size
+    with jsclient.connect(url) as nc:
+        js = nc.jetstream(publish_async_max_pending=window, publish_async_stall_wait=60.0)
+        js.publish(PUB_SUBJECT, payload)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            js.publish_async(PUB_SUBJECT, payload)
         js.publish_async_complete(timeout=120)
         dt = time.perf_counter() - t0
     return Result(n / dt)
 
 
 def py_publish_async(url: str, n: int, size: int, window: int = WINDOW) -> Result:
-    import nats
+    import asyncio
 
-    _fresh_stream(url, "BPUB", "bpub.>", "memory", 0, size)
+    import nats
 
     async def run() -> float:
         nc = await nats.connect(url)
         js = nc.jetstream(publish_async_max_pending=window)
         payload = b"x" * size
-        await js.publish("bpub.x", payload)
+        await js.publish(PUB_SUBJECT, payload)
         t0 = time.perf_counter()
         for _ in range(n):
-            await js.publish_async("bpub.x", payload)
+            await js.publish_async(PUB_SUBJECT, payload)
         await js.publish_async_completed()
         dt = time.perf_counter() - t0
         await nc.close()
@@ -127,16 +192,35 @@ def py_publish_async(url: str, n: int, size: int, window: int = WINDOW) -> Resul
     return Result(n / asyncio.run(run()))
 
 
-def raw_publish_ceiling(url: str, n: int, size: int, window: int = 1000) -> Result:
-    """The server's own pipelined JetStream publish ceiling, as near as a client can get.
+def nio_publish_async(url: str, n: int, size: int, window: int = WINDOW) -> Result:
+    import asyncio
 
-    Core publishes with reply subjects, a window of ``window`` outstanding, and
-    acks counted without decoding them: what any client's publish_async tops
-    out at on this machine.
+    import natsio
+
+    async def run() -> float:
+        nc = await natsio.connect(url)
+        js = nc.jetstream(publish_async_max_pending=window, publish_async_stall_wait=60.0)
+        payload = b"x" * size
+        await js.publish(PUB_SUBJECT, payload)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await js.publish_async(PUB_SUBJECT, payload)
+        await js.publish_async_complete(timeout=120)
+        dt = time.perf_counter() - t0
+        await nc.close()
+        return dt
+
+    return Result(n / asyncio.run(run()))
+
+
+def js_publish_ceiling(url: str, n: int, size: int, window: int = 1000) -> Result:
+    """Core publishes with reply subjects, ``window`` outstanding, acks counted not decoded.
+
+    What any client's publish_async tops out at against this server, as near
+    as jsclient's core API gets.
     """
     import jsclient
 
-    _fresh_stream(url, "BPUB", "bpub.>", "memory", 0, size)
     payload = b"x" * size
     with jsclient.connect(url) as nc:
         inbox = nc.new_inbox()
@@ -146,7 +230,7 @@ def raw_publish_ceiling(url: str, n: int, size: int, window: int = 1000) -> Resu
         got = 0
         t0 = time.perf_counter()
         for i in range(n):
-            nc.publish("bpub.x", payload, reply=reply)
+            nc.publish(PUB_SUBJECT, payload, reply=reply)
             if i - got >= window:
                 acks.next_msg(timeout=30)
                 got += 1
@@ -160,26 +244,24 @@ def raw_publish_ceiling(url: str, n: int, size: int, window: int = 1000) -> Resu
 def js_publisher(url: str, n: int, size: int, window: int = 1000) -> Result:
     import jsclient
 
-    _fresh_stream(url, "BPUB", "bpub.>", "memory", 0, size)
     payload = b"x" * size
     with jsclient.connect(url) as nc:
         js = nc.jetstream()
-        js.publish("bpub.x", payload)
+        js.publish(PUB_SUBJECT, payload)
         t0 = time.perf_counter()
         with jsclient.Publisher(js, max_in_flight=window) as pub:
             for _ in range(n):
-                pub.publish_async("bpub.x", payload)
+                pub.publish_async(PUB_SUBJECT, payload)
         dt = time.perf_counter() - t0
     return Result(n / dt)
 
 
-# -- consume ------------------------------------------------------------------
+# -- consume ---------------------------------------------------------------------------
 
 
-def _consumer(url: str, nc: Any, ack: bool) -> Any:
-    js = nc.jetstream()
-    return js.create_consumer(
-        "BCON",
+def _consumer(nc: Any, ack: bool) -> Any:
+    return nc.jetstream().create_consumer(
+        CON_STREAM,
         durable_name=f"c{time.monotonic_ns()}",
         ack_policy="explicit" if ack else "none",
         max_ack_pending=20_000 if ack else None,
@@ -189,9 +271,8 @@ def _consumer(url: str, nc: Any, ack: bool) -> Any:
 def js_fetch(url: str, n: int, size: int, ack: bool = True) -> Result:
     import jsclient
 
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
     with jsclient.connect(url) as nc:
-        c = _consumer(url, nc, ack)
+        c = _consumer(nc, ack)
         got = 0
         t0 = time.perf_counter()
         while got < n:
@@ -209,11 +290,10 @@ def js_pull_subscribe(url: str, n: int, size: int) -> Result:
     import jsclient
     from jsclient.api import ConsumerConfig
 
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
     with jsclient.connect(url) as nc:
         js = nc.jetstream()
         psub = js.pull_subscribe(
-            "bcon.>", f"p{time.monotonic_ns()}", config=ConsumerConfig(max_ack_pending=20_000)
+            CON_FILTER, f"p{time.monotonic_ns()}", config=ConsumerConfig(max_ack_pending=20_000)
         )
         got = 0
         t0 = time.perf_counter()
@@ -230,14 +310,13 @@ def js_push(url: str, n: int, size: int, mode: str = "iter") -> Result:
     """ADR-15 push subscription (durable, ack explicit): iteration + ack, or auto-ack callback."""
     import jsclient
 
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
     durable = f"push{time.monotonic_ns()}"
     cfg = {"max_ack_pending": 20_000}
     with jsclient.connect(url) as nc:
         js = nc.jetstream()
         t0 = time.perf_counter()
         if mode == "iter":
-            sub = js.subscribe("bcon.>", durable=durable, config=cfg)
+            sub = js.subscribe(CON_FILTER, durable=durable, config=cfg)
             for got, m in enumerate(sub, 1):
                 m.ack()
                 if got >= n:
@@ -252,7 +331,7 @@ def js_push(url: str, n: int, size: int, mode: str = "iter") -> Result:
                 if count >= n:
                     done.set()
 
-            sub = js.subscribe("bcon.>", durable=durable, config=cfg, cb=on_msg)
+            sub = js.subscribe(CON_FILTER, durable=durable, config=cfg, cb=on_msg)
             done.wait(300)
         nc.flush(timeout=30)
         dt = time.perf_counter() - t0
@@ -262,10 +341,10 @@ def js_push(url: str, n: int, size: int, mode: str = "iter") -> Result:
 
 def py_push(url: str, n: int, size: int, mode: str = "next_msg") -> Result:
     """nats-py's push subscription: ``next_msg`` + ack, or a callback awaiting each ack."""
+    import asyncio
+
     import nats
     from nats.js.api import ConsumerConfig
-
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
 
     async def run() -> float:
         nc = await nats.connect(url)
@@ -274,7 +353,7 @@ def py_push(url: str, n: int, size: int, mode: str = "next_msg") -> Result:
         durable = f"push{time.monotonic_ns()}"
         t0 = time.perf_counter()
         if mode == "next_msg":
-            sub = await js.subscribe("bcon.>", durable=durable, manual_ack=True, config=cfg)
+            sub = await js.subscribe(CON_FILTER, durable=durable, manual_ack=True, config=cfg)
             for _ in range(n):
                 m = await sub.next_msg(timeout=30)
                 await m.ack()
@@ -289,7 +368,9 @@ def py_push(url: str, n: int, size: int, mode: str = "next_msg") -> Result:
                 if got >= n:
                     done.set()
 
-            sub = await js.subscribe("bcon.>", durable=durable, cb=cb, manual_ack=True, config=cfg)
+            sub = await js.subscribe(
+                CON_FILTER, durable=durable, cb=cb, manual_ack=True, config=cfg
+            )
             await asyncio.wait_for(done.wait(), 300)
         await nc.flush()
         dt = time.perf_counter() - t0
@@ -304,11 +385,10 @@ def js_ordered_push(url: str, n: int, size: int) -> Result:
     """ADR-15 ordered push subscription, read by iteration."""
     import jsclient
 
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
     with jsclient.connect(url) as nc:
         js = nc.jetstream()
         t0 = time.perf_counter()
-        sub = js.subscribe("bcon.>", ordered_consumer=True)
+        sub = js.subscribe(CON_FILTER, ordered_consumer=True)
         for got, _m in enumerate(sub, 1):
             if got >= n:
                 break
@@ -320,7 +400,6 @@ def js_ordered_push(url: str, n: int, size: int) -> Result:
 def js_consume(url: str, n: int, size: int, ack: bool = True) -> Result:
     import jsclient
 
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
     done = threading.Event()
     got = 0
 
@@ -333,22 +412,23 @@ def js_consume(url: str, n: int, size: int, ack: bool = True) -> Result:
             done.set()
 
     with jsclient.connect(url) as nc:
-        c = _consumer(url, nc, ack)
+        c = _consumer(nc, ack)
         t0 = time.perf_counter()
         cc = c.consume(on_msg, max_messages=BATCH)
         done.wait(300)
         nc.flush(timeout=30)
         dt = time.perf_counter() - t0
         cc.stop()
+    if got < n:
+        raise RuntimeError(f"consume delivered {got} of {n} messages")
     return Result(got / dt)
 
 
 def js_messages(url: str, n: int, size: int) -> Result:
     import jsclient
 
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
     with jsclient.connect(url) as nc:
-        c = _consumer(url, nc, True)
+        c = _consumer(nc, True)
         got = 0
         t0 = time.perf_counter()
         with c.messages(max_messages=BATCH) as it:
@@ -365,9 +445,8 @@ def js_messages(url: str, n: int, size: int) -> Result:
 def js_ordered(url: str, n: int, size: int) -> Result:
     import jsclient
 
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
     with jsclient.connect(url) as nc:
-        oc = nc.jetstream().ordered_consumer("BCON")
+        oc = nc.jetstream().ordered_consumer(CON_STREAM)
         got = 0
         t0 = time.perf_counter()
         with oc.messages(max_messages=BATCH) as it:
@@ -380,10 +459,10 @@ def js_ordered(url: str, n: int, size: int) -> Result:
 
 
 def py_fetch(url: str, n: int, size: int, ack: bool = True) -> Result:
+    import asyncio
+
     import nats
     from nats.js.api import AckPolicy, ConsumerConfig
-
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
 
     async def run() -> float:
         nc = await nats.connect(url)
@@ -392,7 +471,7 @@ def py_fetch(url: str, n: int, size: int, ack: bool = True) -> Result:
             ack_policy=AckPolicy.EXPLICIT if ack else AckPolicy.NONE,
             max_ack_pending=20_000 if ack else None,
         )
-        psub = await js.pull_subscribe("bcon.>", f"p{time.monotonic_ns()}", config=cfg)
+        psub = await js.pull_subscribe(CON_FILTER, f"p{time.monotonic_ns()}", config=cfg)
         got = 0
         t0 = time.perf_counter()
         while got < n:
@@ -409,20 +488,106 @@ def py_fetch(url: str, n: int, size: int, ack: bool = True) -> Result:
 
 
 def py_ordered(url: str, n: int, size: int) -> Result:
-    import nats
+    import asyncio
 
-    _fresh_stream(url, "BCON", "bcon.>", "file", n, size)
+    import nats
 
     async def run() -> float:
         nc = await nats.connect(url)
         js = nc.jetstream()
-        sub = await js.subscribe("bcon.>", ordered_consumer=True, pending_msgs_limit=-1)
+        sub = await js.subscribe(CON_FILTER, ordered_consumer=True, pending_msgs_limit=-1)
         got = 0
         t0 = time.perf_counter()
         async for _m in sub.messages:
             got += 1
             if got >= n:
                 break
+        dt = time.perf_counter() - t0
+        await nc.close()
+        return dt
+
+    return Result(n / asyncio.run(run()))
+
+
+async def _nio_consumer(nc: Any, ack: bool) -> Any:
+    from natsio.jetstream import AckPolicy, ConsumerConfig
+
+    stream = await nc.jetstream().stream(CON_STREAM)
+    return await stream.create_consumer(
+        ConsumerConfig(
+            durable_name=f"n{time.monotonic_ns()}",
+            ack_policy=AckPolicy.EXPLICIT if ack else AckPolicy.NONE,
+            max_ack_pending=20_000 if ack else None,
+        )
+    )
+
+
+def nio_fetch(url: str, n: int, size: int, ack: bool = True) -> Result:
+    """natsio ``consumer.fetch(BATCH)`` + ``await msg.ack()``."""
+    import asyncio
+
+    import natsio
+
+    async def run() -> float:
+        nc = await natsio.connect(url)
+        c = await _nio_consumer(nc, ack)
+        got = 0
+        t0 = time.perf_counter()
+        while got < n:
+            for m in await c.fetch(min(BATCH, n - got), timeout=5.0):
+                if ack:
+                    await m.ack()
+                got += 1
+        await nc.flush()
+        dt = time.perf_counter() - t0
+        await nc.close()
+        return dt
+
+    return Result(n / asyncio.run(run()))
+
+
+def nio_consume(url: str, n: int, size: int, ack: bool = True) -> Result:
+    """natsio ``consumer.consume(max_messages=BATCH)``: its continuous API, an async iterator."""
+    import asyncio
+
+    import natsio
+
+    async def run() -> float:
+        nc = await natsio.connect(url)
+        c = await _nio_consumer(nc, ack)
+        got = 0
+        t0 = time.perf_counter()
+        async with c.consume(max_messages=BATCH) as msgs:
+            async for m in msgs:
+                if ack:
+                    await m.ack()
+                got += 1
+                if got >= n:
+                    break
+        await nc.flush()
+        dt = time.perf_counter() - t0
+        await nc.close()
+        return dt
+
+    return Result(n / asyncio.run(run()))
+
+
+def nio_ordered(url: str, n: int, size: int) -> Result:
+    """natsio ``stream.ordered_consumer().messages(max_messages=BATCH)``."""
+    import asyncio
+
+    import natsio
+
+    async def run() -> float:
+        nc = await natsio.connect(url)
+        stream = await nc.jetstream().stream(CON_STREAM)
+        got = 0
+        t0 = time.perf_counter()
+        async with stream.ordered_consumer() as oc:
+            async for _m in oc.messages(max_messages=BATCH):
+                got += 1
+                if got >= n:
+                    break
         dt = time.perf_counter() - t0
         await nc.close()
         return dt

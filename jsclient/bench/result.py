@@ -1,22 +1,78 @@
-"""What a workload measures: a rate, and latency percentiles where they apply."""
+"""What one measured run reports: a rate, latency percentiles where they apply, memory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Result:
-    """Messages per second; p50/p99 in seconds for latency-bound workloads."""
+    """Messages per second; p50/p99 in seconds for latency-bound workloads.
+
+    ``rss_start`` and ``rss_peak`` (bytes) are the process's peak resident set
+    before the workload started (after its client library was imported) and at
+    its end, so ``rss_peak - rss_start`` is what the workload itself added.
+    They are filled in by the child runner, not by the workload.
+    """
 
     rate: float
     p50: float | None = None
     p99: float | None = None
+    rss_start: int | None = None
+    rss_peak: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Result:
+        return cls(
+            rate=float(d["rate"]),
+            p50=_opt_float(d.get("p50")),
+            p99=_opt_float(d.get("p99")),
+            rss_start=_opt_int(d.get("rss_start")),
+            rss_peak=_opt_int(d.get("rss_peak")),
+        )
+
+
+def _opt_float(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else int(v)
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
-    """(p50, p99) of a list of latencies."""
+    """(p50, p99) of a list of latencies (nearest rank; (0, 0) when empty)."""
     s = sorted(samples)
     if not s:
         return 0.0, 0.0
     return s[len(s) // 2], s[min(len(s) - 1, (len(s) * 99) // 100)]
+
+
+def peak_rss() -> int | None:
+    """This process's peak resident set size in bytes (None where unknown).
+
+    On Linux this is ``VmHWM`` from ``/proc/self/status``, the high-water mark
+    of this process image. ``getrusage``'s ``ru_maxrss`` is not usable in a
+    child: Linux carries it over from the parent across fork and exec, so a
+    fresh child would report at least the parent's peak. Elsewhere it is the
+    ``ru_maxrss`` fallback.
+    """
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024  # "VmHWM:  10876 kB"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024

@@ -215,6 +215,11 @@ def test_buffered_messages_are_handed_out_without_a_request(js: JetStream, obser
     obs.none_within()
     # One left in the buffer; the rest of this batch comes from a new pull.
     js.publish("s.a", b"b3")
+    # The consumer learns of a stored message a moment after the publish ack; a
+    # no_wait pull before that would rightly find nothing.
+    deadline = time.monotonic() + 5
+    while psub.consumer_info().num_pending < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     msgs = psub.fetch(2, timeout=5.0)
     assert [m.data for m in msgs] == [b"b2", b"b3"]
     assert obs.take(1)[0][1] == {"batch": 1, "no_wait": True}

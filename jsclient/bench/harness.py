@@ -1,0 +1,108 @@
+"""The parent side of a benchmark run: rounds, fresh processes, the shared peers.
+
+One server (started by the caller) and, when a request row is chosen, one echo
+peer process serve every run. Each round measures every chosen workload for
+every client that can run it, each in a new process; the order of the clients
+flips every round so none always goes first. The parent prepares the streams
+before a run and checks what a publish run stored after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
+from typing import Any
+
+from jsclient.bench.peer import EchoPeer
+from jsclient.bench.report import Outcome, outcome
+from jsclient.bench.result import Result
+from jsclient.bench.runner import ChildError, run_child
+from jsclient.bench.workloads import CLIENTS, NATSIO, Workload
+
+Progress = Callable[[str, int, int], None]
+
+
+def unavailable_clients(clients: Iterable[str]) -> dict[str, str]:
+    """Clients that cannot run on this interpreter (or were left out), with why."""
+    from jsclient.bench.interp import natsio_status
+
+    wanted = set(clients)
+    out = {c: "not selected" for c in CLIENTS if c not in wanted}
+    if NATSIO in wanted:
+        usable, why = natsio_status()
+        if not usable:
+            out[NATSIO] = why
+    return out
+
+
+def client_order(w: Workload, runnable: Sequence[str], round_no: int) -> list[str]:
+    """The clients that run ``w`` this round, in order (reversed every other round)."""
+    order = [c for c in CLIENTS if c in w.fns and c in runnable]
+    return order[::-1] if round_no % 2 else order
+
+
+def run(
+    url: str,
+    selected: Iterable[Workload],
+    *,
+    quick: bool = False,
+    n: int | None = None,
+    repeat: int = 1,
+    clients: Iterable[str] = CLIENTS,
+    impl: str | None = None,
+    timeout: float | None = None,
+    progress: Progress | None = None,
+) -> list[Outcome]:
+    """Measure every selected workload, ``repeat`` alternating rounds, and aggregate.
+
+    Each workload runs its full count, its quick count with ``quick``, or ``n``
+    messages when given (smoke runs and tests).
+    """
+    chosen = list(selected)
+    unavailable = unavailable_clients(clients)
+    runnable = [c for c in CLIENTS if c not in unavailable]
+    runs: dict[tuple[str, str], list[Result]] = {}
+    errors: dict[tuple[str, str], str] = {}
+    child_timeout = timeout if timeout is not None else (180.0 if quick else 600.0)
+    total = repeat * sum(len(client_order(w, runnable, 0)) for w in chosen)
+    done = 0
+    peer: Any = EchoPeer(url) if any(w.echo for w in chosen) else nullcontext()
+    with peer:
+        for r in range(repeat):
+            for w in chosen:
+                count = _count(w, quick, n)
+                for c in client_order(w, runnable, r):
+                    if progress:
+                        progress(f"round {r + 1}/{repeat} {w.name} [{c}]", done, total)
+                    try:
+                        if w.setup is not None:
+                            w.setup(url, count, w.size)
+                        res, _raw = run_child(
+                            w.name, c, url, count, timeout=child_timeout, impl=impl
+                        )
+                        if w.check is not None:
+                            problem = w.check(url, count, w.size)
+                            if problem:
+                                raise ChildError(problem)
+                        runs.setdefault((w.name, c), []).append(res)
+                    except Exception as exc:  # one broken run must not end the report
+                        errors[(w.name, c)] = f"{type(exc).__name__}: {exc}"
+                    done += 1
+    if progress:
+        progress("done", total, total)
+    return [
+        outcome(
+            w,
+            _count(w, quick, n),
+            {c: runs.get((w.name, c), []) for c in CLIENTS},
+            {c: errors[(w.name, c)] for c in CLIENTS if (w.name, c) in errors},
+            unavailable,
+        )
+        for w in chosen
+    ]
+
+
+def _count(w: Workload, quick: bool, n: int | None) -> int:
+    if n is not None:
+        return n
+    return w.quick_n if quick else w.n

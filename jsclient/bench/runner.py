@@ -1,0 +1,180 @@
+"""One measurement in a fresh process: the child side, and the parent's way to start one.
+
+The parent (``python -m jsclient bench``) measures every (workload, client,
+round) in a new process of the same interpreter, so no run inherits another's
+heap, threads, event loop or imported modules, and the peak RSS a run reports
+is its own. The child prints one line, :data:`MARKER` followed by JSON: the
+workload's :class:`Result` with ``rss_start`` (peak RSS once its client library
+is imported) and ``rss_peak`` (at the end), or ``{"error": ...}``.
+
+A jsclient child imports jsclient as usual. Any other client's child loads
+the bench modules under a bare ``jsclient`` package (its ``__init__`` not
+run), so it never imports jsclient, and its memory is that client's alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import traceback
+from dataclasses import replace
+from typing import Any
+
+from jsclient.bench.result import Result, peak_rss
+
+MARKER = "JSCLIENT-BENCH-RESULT "
+
+# What each client imports before its starting RSS is taken.
+_IMPORTS = {
+    "jsclient": ("jsclient",),
+    "nats-py": ("asyncio", "nats", "nats.js"),
+    "natsio": ("asyncio", "natsio", "natsio.jetstream"),
+    "raw": (),
+}
+
+# ``python -c`` programs that run ``main(argv)`` of a bench module (argv[1]).
+# Not ``-m``: the package's __init__ has imported the module already, and runpy
+# warns about running it a second time. The bare one first puts a package
+# object in place of jsclient (whose __init__ would import the client and
+# nats-py), with its directory (argv[1] before the module) as the path.
+_BOOTSTRAP = (
+    "import sys\n"
+    "from importlib import import_module\n"
+    "sys.exit(import_module(sys.argv.pop(1)).main(sys.argv[1:]))\n"
+)
+_BARE_BOOTSTRAP = (
+    "import sys, types\n"
+    "pkg = types.ModuleType('jsclient')\n"
+    "pkg.__path__ = [sys.argv.pop(1)]\n"
+    "sys.modules['jsclient'] = pkg\n" + _BOOTSTRAP
+)
+
+
+class ChildError(RuntimeError):
+    """A child run failed: its error, or why it produced no result."""
+
+
+def measure(workload: str, client: str, url: str, n: int) -> Result:
+    """Run one workload for one client in this process, with its RSS."""
+    from jsclient.bench.workloads import by_name
+
+    w = by_name(workload)
+    fn = w.fns.get(client)
+    if fn is None:
+        raise ChildError(f"{client} has no implementation of {workload}")
+    for mod in _IMPORTS[client]:
+        importlib.import_module(mod)
+    start = peak_rss()
+    res = fn(url, n, w.size)
+    return replace(res, rss_start=start, rss_peak=peak_rss())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child: measure, print the result line, exit 0 (or 1 with an error line)."""
+    ap = argparse.ArgumentParser(prog="jsclient.bench.runner")
+    ap.add_argument("--workload", required=True)
+    ap.add_argument("--client", required=True, choices=sorted(_IMPORTS))
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--n", type=int, required=True)
+    args = ap.parse_args(argv)
+    try:
+        res = measure(args.workload, args.client, args.url, args.n)
+    except BaseException as exc:
+        traceback.print_exc()
+        out: dict[str, Any] = {"error": f"{type(exc).__name__}: {exc}"}
+        print(MARKER + json.dumps(out), flush=True)
+        return 1
+    out = res.as_dict()
+    # Whether this process loaded jsclient's client code (only a jsclient run should).
+    out["jsclient_loaded"] = "jsclient.client" in sys.modules
+    if args.client == "jsclient":
+        from jsclient import _impl
+
+        out["impl"] = _impl.IMPL
+    print(MARKER + json.dumps(out), flush=True)
+    return 0
+
+
+def parse_output(stdout: str) -> dict[str, Any]:
+    """The result a child printed (the last marker line), or ChildError."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            data: dict[str, Any] = json.loads(line[len(MARKER) :])
+            if "error" in data:
+                raise ChildError(str(data["error"]))
+            return data
+    raise ChildError("the child printed no result")
+
+
+def module_command(module: str, args: list[str], *, bare: bool = False) -> list[str]:
+    """The command that runs ``main(args)`` of ``module`` in a new interpreter.
+
+    ``bare``: without importing the jsclient package (see the module docstring).
+    """
+    if not bare:
+        return [sys.executable, "-c", _BOOTSTRAP, module, *args]
+    pkg_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [sys.executable, "-c", _BARE_BOOTSTRAP, pkg_dir, module, *args]
+
+
+def child_command(workload: str, client: str, url: str, n: int) -> list[str]:
+    args = ["--workload", workload, "--client", client, "--url", url, "--n", str(n)]
+    return module_command("jsclient.bench.runner", args, bare=client != "jsclient")
+
+
+def run_child(
+    workload: str,
+    client: str,
+    url: str,
+    n: int,
+    *,
+    timeout: float = 600.0,
+    impl: str | None = None,
+) -> tuple[Result, dict[str, Any]]:
+    """Start a child for one run and return its Result (and the raw JSON).
+
+    The child runs in a session of its own; on timeout the whole group (it
+    and any publisher it started) is killed.
+    """
+    env = dict(os.environ)
+    if impl:
+        env["JSCLIENT_IMPL"] = impl
+    proc = subprocess.Popen(
+        child_command(workload, client, url, n),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.communicate()
+        raise ChildError(f"no result within {timeout:.0f}s") from None
+    try:
+        data = parse_output(stdout)
+    except ChildError as exc:
+        tail = " | ".join(stderr.strip().splitlines()[-3:])
+        raise ChildError(f"{exc} (exit {proc.returncode}{'; ' + tail if tail else ''})") from None
+    if impl and client == "jsclient" and data.get("impl") != impl:
+        raise ChildError(f"the child ran jsclient impl={data.get('impl')}, not {impl}")
+    return Result.from_dict(data), data
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,337 @@
+"""The rows of the benchmark: one job, done by each client in its idiomatic best way.
+
+A :class:`Workload` maps each client that has an equivalent API to the
+function that does the job (a client without one shows "n/a"), names the
+parent-side set-up and check, and carries the targets, each stated as what it
+is compared against. The registry is rebuilt in every child process, so the
+functions are plain module functions (``functools.partial`` for options) and
+every client library is imported inside them: natsio only exists on 3.13+.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+
+from jsclient.bench import core, js, raw
+from jsclient.bench.result import Result
+
+WorkFn = Callable[[str, int, int], Result]
+HookFn = Callable[[str, int, int], None]
+CheckFn = Callable[[str, int, int], "str | None"]
+
+JSCLIENT, NATS_PY, NATSIO, RAW = "jsclient", "nats-py", "natsio", "raw"
+CLIENTS = (JSCLIENT, NATS_PY, NATSIO, RAW)
+PEERS = (NATS_PY, NATSIO, RAW)  # what jsclient's ratios are taken against
+
+
+@dataclass(frozen=True)
+class Target:
+    """jsclient's rate must be at least ``ratio`` times ``against``'s, measured in the same run."""
+
+    against: str
+    ratio: float
+
+    def label(self) -> str:
+        r = f"{self.ratio:.2f}".rstrip("0").rstrip(".")
+        return f"≥{r}x {self.against}"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One row: ``n`` messages of ``size`` bytes (``quick_n`` with --quick)."""
+
+    name: str
+    description: str
+    fns: Mapping[str, WorkFn]
+    n: int
+    quick_n: int
+    size: int = 16
+    latency: bool = False
+    targets: tuple[Target, ...] = ()
+    setup: HookFn | None = None  # run by the parent before every child
+    check: CheckFn | None = None  # run by the parent after every child; an error or None
+    echo: bool = False  # needs the echo peer
+    rss_growth_mb: float | None = None  # a memory target for jsclient, if any
+
+    def all_targets(self) -> tuple[Target, ...]:
+        """The row's own targets, plus "ahead of natsio" wherever natsio runs it."""
+        own = self.targets
+        if NATSIO in self.fns and not any(t.against == NATSIO for t in own):
+            own = (*own, Target(NATSIO, 1.0))
+        return own
+
+
+AHEAD_OF_NATSIO = Target(NATSIO, 1.0)
+
+
+def _core() -> list[Workload]:
+    out = []
+    # Quick runs use the full counts here: each takes well under a second,
+    # and fewer messages would time mostly connection start-up.
+    for size, n in ((16, 200_000), (1024, 100_000), (4096, 50_000), (65536, 5_000)):
+        label = f"{size // 1024} KiB" if size >= 1024 else f"{size} B"
+        out.append(
+            Workload(
+                f"core-publish-{size // 1024}KiB" if size >= 1024 else f"core-publish-{size}B",
+                f"core publish {label} ({n:,}), then flush: time until the server has them",
+                {
+                    JSCLIENT: core.js_publish,
+                    NATS_PY: core.py_publish,
+                    NATSIO: core.nio_publish,
+                    RAW: raw.publish,
+                },
+                n,
+                n,
+                size,
+                targets=(Target(RAW, 0.70),),
+            )
+        )
+    out.append(
+        Workload(
+            "core-publish-4KiB-100k",
+            "core publish 4 KiB (100,000), then flush: peak RSS growth (target < 64 MB)",
+            {
+                JSCLIENT: core.js_publish,
+                NATS_PY: core.py_publish,
+                NATSIO: core.nio_publish,
+                RAW: raw.publish,
+            },
+            100_000,
+            100_000,
+            4096,
+            targets=(Target(RAW, 0.70),),
+            rss_growth_mb=64.0,
+        )
+    )
+    for mode, target, py_mode, how in (
+        ("next_msg", 10.0, "next_msg", "next_msg"),
+        ("iter", 10.0, "next_msg", "iteration (nats-py: next_msg; natsio: async for)"),
+        ("callback", 3.0, "callback", "callback"),
+    ):
+        out.append(
+            Workload(
+                f"core-receive-{mode}",
+                f"core receive 16 B via {how}, external publisher with a credit window",
+                {
+                    JSCLIENT: partial(core.js_receive, mode=mode),
+                    NATS_PY: partial(core.py_receive, mode=py_mode),
+                    NATSIO: partial(core.nio_receive, mode=mode),
+                },
+                50_000,
+                20_000,
+                16,
+                targets=(Target(NATS_PY, target),),
+            )
+        )
+    out.append(
+        Workload(
+            "core-request",
+            "request, sequential, 16 B, against the echo peer process (raw-socket responder)",
+            {
+                JSCLIENT: core.js_request,
+                NATS_PY: core.py_request,
+                NATSIO: core.nio_request,
+                RAW: raw.request,
+            },
+            10_000,
+            2_000,
+            16,
+            latency=True,
+            targets=(Target(RAW, 0.85),),
+            echo=True,
+        )
+    )
+    return out
+
+
+def _js() -> list[Workload]:
+    P = partial
+    pub_setup, pub_check, con_setup = js.setup_publish, js.check_published, js.setup_consume
+    return [
+        Workload(
+            "js-publish-sync",
+            "JetStream publish, one at a time, wait for each PubAck (memory stream)",
+            {
+                JSCLIENT: js.js_publish_sync,
+                NATS_PY: js.py_publish_sync,
+                NATSIO: js.nio_publish_sync,
+                RAW: raw.js_publish_sync,
+            },
+            10_000,
+            2_000,
+            latency=True,
+            targets=(Target(RAW, 0.85),),
+            setup=pub_setup,
+            check=pub_check,
+        ),
+        Workload(
+            "js-publish-async",
+            f"publish_async, window {js.WINDOW} for every client, until the last ack",
+            {
+                JSCLIENT: js.js_publish_async,
+                NATS_PY: js.py_publish_async,
+                NATSIO: js.nio_publish_async,
+                RAW: P(raw.js_publish_pipelined, window=js.WINDOW),
+            },
+            50_000,
+            10_000,
+            targets=(Target(NATS_PY, 3.0),),
+            setup=pub_setup,
+            check=pub_check,
+        ),
+        Workload(
+            "js-publish-ceiling",
+            "server ceiling: core publishes with replies, window 1000, acks counted not "
+            "decoded (jsclient core API; raw socket) vs the asyncio clients' publish_async",
+            {
+                JSCLIENT: js.js_publish_ceiling,
+                NATS_PY: js.py_publish_async,
+                NATSIO: js.nio_publish_async,
+                RAW: P(raw.js_publish_pipelined, window=1000, decode=False),
+            },
+            50_000,
+            10_000,
+            setup=pub_setup,
+            check=pub_check,
+        ),
+        Workload(
+            "js-publisher",
+            "managed Publisher(max_in_flight=1000) vs publish_async with window 1000",
+            {
+                JSCLIENT: js.js_publisher,
+                NATS_PY: P(js.py_publish_async, window=1000),
+                NATSIO: P(js.nio_publish_async, window=1000),
+                RAW: P(raw.js_publish_pipelined, window=1000),
+            },
+            100_000,
+            10_000,
+            targets=(Target(NATS_PY, 3.0),),
+            setup=pub_setup,
+            check=pub_check,
+        ),
+        Workload(
+            "js-publisher-default",
+            "managed Publisher, default settings (max_in_flight 50) vs publish_async window 50",
+            {
+                JSCLIENT: P(js.js_publisher, window=50),
+                NATS_PY: P(js.py_publish_async, window=50),
+                NATSIO: P(js.nio_publish_async, window=50),
+                RAW: P(raw.js_publish_pipelined, window=50),
+            },
+            100_000,
+            10_000,
+            targets=(Target(NATS_PY, 3.0),),
+            setup=pub_setup,
+            check=pub_check,
+        ),
+        Workload(
+            "js-fetch-ack",
+            f"fetch({js.BATCH}) + ack each (file stream)",
+            {JSCLIENT: js.js_fetch, NATS_PY: js.py_fetch, NATSIO: js.nio_fetch},
+            200_000,
+            20_000,
+            targets=(Target(NATS_PY, 5.0), Target(NATSIO, 2.5)),
+            setup=con_setup,
+        ),
+        Workload(
+            "js-pull-subscribe-ack",
+            f"legacy pull_subscribe().fetch({js.BATCH}) + ack each (file stream)",
+            {JSCLIENT: js.js_pull_subscribe, NATS_PY: js.py_fetch},
+            200_000,
+            20_000,
+            targets=(Target(NATS_PY, 5.0),),
+            setup=con_setup,
+        ),
+        Workload(
+            "js-consume-ack",
+            f"consume() + ack (max_messages {js.BATCH}); nats-py: fetch({js.BATCH}) + ack",
+            {JSCLIENT: js.js_consume, NATS_PY: js.py_fetch, NATSIO: js.nio_consume},
+            200_000,
+            20_000,
+            targets=(Target(NATS_PY, 5.0), Target(NATSIO, 2.5)),
+            setup=con_setup,
+        ),
+        Workload(
+            "js-messages-ack",
+            f"messages() + ack (max_messages {js.BATCH}); nats-py: fetch + ack; "
+            "natsio: consume() iterator",
+            {JSCLIENT: js.js_messages, NATS_PY: js.py_fetch, NATSIO: js.nio_consume},
+            200_000,
+            20_000,
+            targets=(Target(NATS_PY, 5.0),),
+            setup=con_setup,
+        ),
+        Workload(
+            "js-fetch-noack",
+            f"fetch({js.BATCH}), ack policy none",
+            {
+                JSCLIENT: P(js.js_fetch, ack=False),
+                NATS_PY: P(js.py_fetch, ack=False),
+                NATSIO: P(js.nio_fetch, ack=False),
+            },
+            200_000,
+            20_000,
+            setup=con_setup,
+        ),
+        Workload(
+            "js-consume-noack",
+            "consume(), ack policy none; nats-py: fetch, no ack",
+            {
+                JSCLIENT: P(js.js_consume, ack=False),
+                NATS_PY: P(js.py_fetch, ack=False),
+                NATSIO: P(js.nio_consume, ack=False),
+            },
+            200_000,
+            20_000,
+            setup=con_setup,
+        ),
+        Workload(
+            "js-ordered",
+            "ordered consumer; nats-py: ordered push subscription",
+            {JSCLIENT: js.js_ordered, NATS_PY: js.py_ordered, NATSIO: js.nio_ordered},
+            100_000,
+            20_000,
+            setup=con_setup,
+        ),
+        Workload(
+            "js-push-ack",
+            "push subscribe (durable) + ack each, read by iteration (nats-py: next_msg)",
+            {JSCLIENT: js.js_push, NATS_PY: js.py_push},
+            200_000,
+            20_000,
+            targets=(Target(NATS_PY, 5.0),),
+            setup=con_setup,
+        ),
+        Workload(
+            "js-push-ack-callback",
+            "push subscribe (durable), callback + ack (jsclient acks after it returns)",
+            {JSCLIENT: P(js.js_push, mode="callback"), NATS_PY: P(js.py_push, mode="callback")},
+            200_000,
+            20_000,
+            targets=(Target(NATS_PY, 5.0),),
+            setup=con_setup,
+        ),
+        Workload(
+            "js-ordered-push",
+            "ordered push subscription",
+            {JSCLIENT: js.js_ordered_push, NATS_PY: js.py_ordered},
+            200_000,
+            20_000,
+            targets=(Target(NATS_PY, 5.0),),
+            setup=con_setup,
+        ),
+    ]
+
+
+def workloads() -> list[Workload]:
+    """Every workload, in report order."""
+    return _core() + _js()
+
+
+def by_name(name: str) -> Workload:
+    for w in workloads():
+        if w.name == name:
+            return w
+    raise KeyError(f"no workload named {name!r}")

@@ -1,0 +1,174 @@
+"""The benchmark harness end to end, with tiny counts: children, echo peer, set-up, CLI.
+
+Timings are not asserted (the machine is shared); these check that every run
+happens in a fresh process of its own, reports a rate and its own memory,
+and that the parent's pieces (echo peer, stream set-up, checks, report) work
+against a real server.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import jsclient
+from jsclient import _impl, bench
+from jsclient.bench import js, raw, report, runner
+from jsclient.bench.interp import natsio_status
+from jsclient.bench.peer import EchoPeer
+from jsclient.bench.workloads import JSCLIENT, NATS_PY, NATSIO, RAW, by_name
+from jsclient.server import NatsServer
+
+NATSIO_OK, NATSIO_WHY = natsio_status()
+
+
+def test_children_report_rate_and_their_own_memory(nats_server: NatsServer) -> None:
+    for client in (JSCLIENT, NATS_PY, RAW):
+        res, data = runner.run_child(
+            "core-publish-16B", client, nats_server.url, 2000, timeout=60, impl=_impl.IMPL
+        )
+        assert res.rate > 0
+        assert res.rss_start is not None and res.rss_peak is not None
+        assert 1 << 20 < res.rss_start <= res.rss_peak
+        # its own memory, not this (pytest) process's peak carried over
+        assert res.rss_peak < 96 << 20
+        # only the jsclient run loads jsclient; the others measure their client alone
+        assert data["jsclient_loaded"] is (client == JSCLIENT)
+        if client == JSCLIENT:
+            assert data["impl"] == _impl.IMPL
+
+
+def test_child_failure_is_reported() -> None:
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"nats://127.0.0.1:{s.getsockname()[1]}"
+    with pytest.raises(runner.ChildError, match="ConnectionRefused"):
+        runner.run_child("core-publish-16B", RAW, url, 10, timeout=30)
+
+
+def test_echo_peer_and_raw_round_trips(nats_server: NatsServer) -> None:
+    url = nats_server.url
+    with EchoPeer(url) as peer:
+        with jsclient.connect(url) as nc:
+            assert nc.request("bench.echo", b"ping", timeout=5).data == b"ping"
+        res = raw.request(url, 50, 16)
+        assert res.rate > 0 and res.p50 is not None and res.p99 is not None
+        assert res.p50 <= res.p99
+    assert peer.proc.poll() is not None  # stopped with the context
+
+
+def test_raw_ceilings_store_what_they_publish(nats_server: NatsServer) -> None:
+    url = nats_server.url
+    js.setup_publish(url, 0, 16)
+    assert raw.js_publish_sync(url, 20, 16).rate > 0
+    assert raw.js_publish_pipelined(url, 500, 16, window=64).rate > 0
+    assert raw.js_publish_pipelined(url, 100, 16, window=1000, decode=False).rate > 0
+    stored = 1 + 20 + 500 + 100  # the sync ceiling's warm-up publish too
+    assert js.check_published(url, stored, 16) is None
+    assert f"stored {stored} of {stored + 1}" in (js.check_published(url, stored + 1, 16) or "")
+    assert raw.publish(url, 5000, 1024).rate > 0
+    assert raw.server_version(url) == nats_server.info.get("version")
+
+
+def test_consume_stream_is_filled_once_and_reused(nats_server: NatsServer) -> None:
+    url = nats_server.url
+    js.setup_consume(url, 300, 16)
+    with jsclient.connect(url) as nc:
+        jsx = nc.jetstream()
+        created = jsx.stream(js.CON_STREAM).info().created
+        jsx.create_consumer(js.CON_STREAM, durable_name="left-over")
+    js.setup_consume(url, 300, 16)  # same fill: kept, consumers cleared
+    with jsclient.connect(url) as nc:
+        s = nc.jetstream().stream(js.CON_STREAM)
+        assert s.info().created == created
+        assert list(s.consumer_names()) == []
+    js.setup_consume(url, 200, 16)  # another count: made anew
+    with jsclient.connect(url) as nc:
+        assert nc.jetstream().stream(js.CON_STREAM).info().state.messages == 200
+
+
+def test_run_rows_with_the_shared_peers(nats_server: NatsServer) -> None:
+    clients = [JSCLIENT, NATS_PY, NATSIO, RAW]
+    rows = [by_name("core-request"), by_name("js-publish-sync"), by_name("js-fetch-ack")]
+    seen: list[str] = []
+    outcomes = bench.run(
+        nats_server.url,
+        rows,
+        n=200,
+        clients=clients,
+        impl=_impl.IMPL,
+        timeout=60,
+        progress=lambda label, done, total: seen.append(label),
+    )
+    assert [o.name for o in outcomes] == [w.name for w in rows]
+    for o in outcomes:
+        for c in clients:
+            st = o.clients[c]
+            if (c == RAW and o.name == "js-fetch-ack") or (c == NATSIO and not NATSIO_OK):
+                assert st.status == report.NA
+                continue
+            assert st.status == report.OK, (o.name, c, st.error)
+            assert st.rate and st.rate > 0
+            assert st.rss_peak_mb and st.rss_peak_mb > 1
+        assert o.ratio(NATS_PY) is not None
+        if not NATSIO_OK:
+            assert o.clients[NATSIO].status == report.NA
+            assert o.clients[NATSIO].reason == NATSIO_WHY
+    request = outcomes[0]
+    assert request.latency and request.clients[JSCLIENT].p50_us
+    assert request.ratio(RAW) is not None
+    assert seen[-1] == "done" and any("[raw]" in s for s in seen)
+
+
+@pytest.mark.skipif(not NATSIO_OK, reason=NATSIO_WHY)
+def test_natsio_child_runs(nats_server: NatsServer) -> None:
+    res, data = runner.run_child("core-publish-1KiB", NATSIO, nats_server.url, 500, timeout=60)
+    assert res.rate > 0 and data["jsclient_loaded"] is False
+
+
+def test_cli(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jsclient",
+            "bench",
+            "--quick",
+            "--only",
+            "core-publish-64*",
+            "--clients",
+            "jsclient,raw",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"Python {sys.version.split()[0]} (")
+    assert "build: " in lines[1] and any(s in lines[1] for s in ("PGO", "unknown"))
+    assert "nats-py" in lines[2] and "natsio" in lines[2] and "nats-server" in lines[2]
+    assert any(line.startswith("core-publish-64KiB") for line in lines)
+    outcomes, meta = report.from_json(out.read_text())
+    assert meta["repeat"] == 1 and meta["impl"] == _impl.IMPL
+    (o,) = outcomes
+    assert o.clients[JSCLIENT].status == o.clients[RAW].status == report.OK
+    assert o.clients[NATS_PY].status == report.NA  # not selected
+    assert json.loads(out.read_text())["results"][0]["ratios"]["raw"] == o.ratio(RAW)
+
+    listing = subprocess.run(
+        [sys.executable, "-m", "jsclient", "bench", "--list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "js-pull-subscribe-ack" in listing and "[jsclient, nats-py]" in listing
