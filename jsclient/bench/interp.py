@@ -33,9 +33,10 @@ def pgo_status(config: Mapping[str, Any]) -> tuple[str, str]:
       profile-use flag among the recorded compiler flags: PGO.
     - configured without it, with configure's own ``PGO_PROF_USE_FLAG``
       intact: CPython's build never used a profile (pyenv's default build).
-    - configured without it, but ``PGO_PROF_USE_FLAG`` blanked: the packager
-      ran its own profile build (Debian and Ubuntu do) and sysconfig does not
-      record whether it did; unknown.
+    - configured without it, but ``PGO_PROF_USE_FLAG`` blanked: a packager's
+      build that ran its own profile step (Debian and Ubuntu build their
+      ``python3.X`` packages this way, and blank the flag so that extensions
+      do not inherit it); PGO, with that reason.
     - no configure arguments at all (Windows, some embedders): unknown.
     """
     args = str(config.get("CONFIG_ARGS") or "")
@@ -50,9 +51,9 @@ def pgo_status(config: Mapping[str, Any]) -> tuple[str, str]:
         return UNKNOWN, "sysconfig records no configure arguments"
     if str(config.get("PGO_PROF_USE_FLAG") or "").strip():
         return NO_PGO, "configured without --enable-optimizations"
-    return UNKNOWN, (
-        "configured without --enable-optimizations and PGO_PROF_USE_FLAG blanked: "
-        "a packager's own profile build, which sysconfig does not record"
+    return PGO, (
+        "PGO_PROF_USE_FLAG blanked by the packager, whose own profile build "
+        "(as Debian's and Ubuntu's) sysconfig does not record"
     )
 
 

@@ -53,7 +53,7 @@ DEBIAN_313 = {  # Debian's package: its own profile build, the flag blanked
         ),
         ({**DEBIAN_313, "PY_CFLAGS": "-O2 -fprofile-instr-use=code.profdata"}, interp.PGO, "clang"),
         (PYENV_311, interp.NO_PGO, "without --enable-optimizations"),
-        (DEBIAN_313, interp.UNKNOWN, "blanked"),
+        (DEBIAN_313, interp.PGO, "blanked"),
         ({}, interp.UNKNOWN, "no configure arguments"),
     ],
 )
