@@ -8,6 +8,8 @@ GIL, so each is atomic with respect to other threads.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append, PyList_GET_SIZE
+from cpython.object cimport PyObject
+from cpython.dict cimport PyDict_GetItem
 from libc.string cimport memcpy
 
 cdef extern from "Python.h":
@@ -20,13 +22,18 @@ QUEUED = 0
 KICK = 1
 FULL = 2
 TOO_BIG = 3
+UNKNOWN_SUBJECT = 4
+WRITE = 5
 GATHER_MIN = 16 * 1024
+WRITE_AT = 256 * 1024
 
 cdef enum:
     C_QUEUED = 0
     C_KICK = 1
     C_FULL = 2
     C_TOO_BIG = 3
+    C_UNKNOWN_SUBJECT = 4
+    C_WRITE = 5
     C_GATHER_MIN = 16 * 1024
 
 
@@ -82,6 +89,9 @@ cdef class WriteQueue:
     cdef public bint kicked
     cdef public long long out_msgs
     cdef public long long out_bytes
+    cdef public long long max_payload
+    cdef public long long write_at
+    cdef public dict subjects
 
     def __init__(self, limit):
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -94,11 +104,26 @@ cdef class WriteQueue:
         self.kicked = False
         self.out_msgs = 0
         self.out_bytes = 0
+        self.max_payload = 1024 * 1024
+        self.write_at = 256 * 1024
+        self.subjects = {}
 
     def __len__(self):
         return PyList_GET_SIZE(self._chunks)
 
     def pub(self, bytes subject not None, payload, long long max_payload):
+        return self._pub(subject, payload, max_payload)
+
+    def pub_str(self, subject, payload):
+        cdef PyObject* subj
+        if type(subject) is not str or self.subjects is None:
+            return C_UNKNOWN_SUBJECT
+        subj = PyDict_GetItem(self.subjects, subject)
+        if subj == NULL:
+            return C_UNKNOWN_SUBJECT
+        return self._pub(<bytes>subj, payload, self.max_payload)
+
+    cdef int _pub(self, bytes subject, payload, long long max_payload) except -1:
         cdef Py_ssize_t plen
         cdef bytes frame
         cdef bytes data
@@ -147,6 +172,8 @@ cdef class WriteQueue:
             self.out_bytes += payload_len
             if payload_len >= C_GATHER_MIN:
                 self.big = True
+        if self.nbytes >= self.write_at:
+            return C_WRITE
         if self.kicked:
             return C_QUEUED
         self.kicked = True

@@ -38,6 +38,8 @@ _QUEUED = _impl.writer.QUEUED
 _KICK = _impl.writer.KICK
 _FULL = _impl.writer.FULL
 _TOO_BIG = _impl.writer.TOO_BIG
+_UNKNOWN_SUBJECT = _impl.writer.UNKNOWN_SUBJECT
+_WRITE = _impl.writer.WRITE
 
 _status_of = _impl.status.status_of
 _SUBJECT_CACHE_MAX = 4096
@@ -129,6 +131,7 @@ class Client:
         self._timers = Scheduler("jsclient-timers")
         self._conn = Connection(self, opts)
         self._wq = self._conn._wq  # the write queue, for the publish and ack fast paths
+        self._wq.subjects = self._subject_cache
         self._ping_timer: TimerHandle | None = None
         # request/reply mux
         from nats.nuid import NUID
@@ -270,23 +273,24 @@ class Client:
         beyond that this call writes the queue itself or waits up to
         ``flush_timeout`` for the flusher, then raises FlushTimeoutError.
         """
+        if reply is None and headers is None:
+            # The hot path: one call looks the subject up in the (shared) subject
+            # cache, encodes, checks and queues the frame.
+            rc = self._wq.pub_str(subject, payload)
+            if rc == _QUEUED:
+                return
+            if rc == _KICK:
+                self._conn._kick()
+                return
+            if rc == _WRITE:
+                self._conn._write_now()
+                return
+            self._publish_slow(subject, payload, rc)
+            return
         subj = self._subject_cache.get(subject)
         if subj is None:
             subj = self._subject_bytes(subject)
         conn = self._conn
-        if reply is None and headers is None:
-            # The hot path: one call encodes, checks and queues the frame.
-            rc = self._wq.pub(subj, payload, conn.max_payload)
-            if rc == _QUEUED:
-                return
-            if rc == _KICK:
-                conn._kick()
-                return
-            plen = len(payload)
-            if rc == _TOO_BIG:
-                raise self._too_big(plen)
-            conn.send_counted(b"PUB %s %d\r\n%s\r\n" % (subj, plen, payload), plen)
-            return
         plen = len(payload)
         if reply:
             # Replies are often unique (inboxes): checked, never cached.
@@ -305,6 +309,25 @@ class Client:
             data = commands.pub(subj, rep, payload)
         conn.send_counted(data, plen)
 
+    def _publish_slow(self, subject: str, payload: bytes, rc: int) -> None:
+        """``publish`` without reply or headers, when the fast path declined."""
+        conn = self._conn
+        subj = self._subject_bytes(subject)
+        if rc == _UNKNOWN_SUBJECT:
+            rc = self._wq.pub(subj, payload, conn.max_payload)
+            if rc == _QUEUED:
+                return
+            if rc == _KICK:
+                conn._kick()
+                return
+            if rc == _WRITE:
+                conn._write_now()
+                return
+        if rc == _TOO_BIG:
+            raise self._too_big(len(payload))
+        data = payload if type(payload) is bytes else memoryview(payload).tobytes()
+        conn.send_counted(b"PUB %s %d\r\n%s\r\n" % (subj, len(data), data), len(data))
+
     def _too_big(self, size: int) -> errors.MaxPayloadError:
         return errors.MaxPayloadError(
             f"nats: payload of {size} bytes exceeds max_payload {self._conn.max_payload}"
@@ -319,6 +342,8 @@ class Client:
         rc = self._wq.ack(subject, body)
         if rc == _KICK:
             self._conn._kick()
+        elif rc == _WRITE:
+            self._conn._write_now()
         elif rc == _FULL:
             self._conn.send_counted(
                 b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body)

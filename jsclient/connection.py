@@ -59,6 +59,7 @@ _parser_mod = _impl.parser
 _writer = _impl.writer
 _KICK = _writer.KICK
 _FULL = _writer.FULL
+_WRITE = _writer.WRITE
 OP_MSG = _parser_mod.OP_MSG
 OP_PING = _parser_mod.OP_PING
 OP_PONG = _parser_mod.OP_PONG
@@ -235,7 +236,6 @@ class Connection:
         self.status = CONNECTING
         self.pid = os.getpid()  # the process that owns the socket
         self.server_info: dict[str, Any] = {}
-        self.max_payload = 1024 * 1024
         self.connected_url: str | None = None
         self.reconnects = 0
         self._pool: list[ServerAddr] = [ServerAddr.parse(u) for u in opts.servers]
@@ -484,6 +484,15 @@ class Connection:
     # reconnect buffer limit applies instead.
 
     @property
+    def max_payload(self) -> int:
+        """The server's max_payload (kept on the write queue for its publish fast path)."""
+        return int(self._wq.max_payload)
+
+    @max_payload.setter
+    def max_payload(self, value: int) -> None:
+        self._wq.max_payload = value
+
+    @property
     def out_msgs(self) -> int:
         return int(self._wq.out_msgs)
 
@@ -501,6 +510,8 @@ class Connection:
         rc = self._wq.push(data)
         if rc == _KICK:
             self._kick()
+        elif rc == _WRITE:
+            self._write_now()
         elif rc == _FULL:
             self._send_slow(data, 0, 0)
 
@@ -509,6 +520,8 @@ class Connection:
         rc = self._wq.push(data, payload_len, msgs)
         if rc == _KICK:
             self._kick()
+        elif rc == _WRITE:
+            self._write_now()
         elif rc == _FULL:
             self._send_slow(data, payload_len, msgs)
 
@@ -519,8 +532,11 @@ class Connection:
             self._check_buffer(status, len(data))
         else:
             self._make_room(len(data))
-        if self._wq.push_always(data, payload_len, msgs) == _KICK:
+        rc = self._wq.push_always(data, payload_len, msgs)
+        if rc == _KICK:
             self._kick()
+        elif rc == _WRITE:
+            self._write_now()
 
     def send_inline(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
         """``send_counted``, but written from this thread if nobody else is writing.
@@ -537,6 +553,9 @@ class Connection:
         if self._is_tls or not _INLINE or not self._wtoken.acquire(False):
             if rc == _KICK:
                 self._kick()
+            elif rc == _WRITE and not wq.kicked:
+                wq.kicked = True
+                self._kick()
             return
         try:
             self._write_pending(wait=False)
@@ -548,6 +567,21 @@ class Connection:
         # is seen here, or its writer saw the flag clear and woke the flusher.
         if len(wq) and not wq.kicked:
             wq.kicked = True
+            self._kick()
+
+    def _write_now(self) -> None:
+        """The queue passed ``write_at``: write it from this thread unless another is writing.
+
+        A thread publishing in a loop so writes in batches of that size, as one
+        thread on a plain socket would, instead of handing each to the flusher.
+        """
+        if not self._is_tls and _INLINE and self._wtoken.acquire(False):
+            try:
+                self._write_pending(wait=False)
+            finally:
+                self._wtoken.release()
+        elif not self._wq.kicked:
+            self._wq.kicked = True
             self._kick()
 
     def _make_room(self, n: int) -> None:
@@ -660,7 +694,9 @@ class Connection:
             return True
         if not left:
             return True
-        self._put_back(b"".join(left))
+        # Back in front, in order; only a partly written buffer is copied.
+        for buf in reversed(left):
+            self._put_back(buf if type(buf) is bytes else bytes(buf))
         self._wq.kicked = True
         self._kick()
         return False

@@ -19,7 +19,11 @@ connection's write token) takes everything queued and writes it.
   is lost).
 
 ``pub(subject, payload, max_payload)`` queues ``PUB <subject> <len>\\r\\n<payload>\\r\\n``
-as one publish; ``ack(subject, body)`` queues the same frame for a server-made
+as one publish; ``pub_str(subject, payload)`` does the same for a ``str``
+subject found in the ``subjects`` dict (str to its checked, encoded bytes:
+the client's subject cache), with the ``max_payload`` field, and returns
+``UNKNOWN_SUBJECT`` (4) without queueing when the subject is not there (or
+is not a ``str``); ``ack(subject, body)`` queues the same frame for a server-made
 subject given as ``str`` (an ack), also as one publish; ``push(data, payload_len,
 msgs)`` queues an already encoded frame counted as ``msgs`` publishes of
 ``payload_len`` payload bytes. Each returns:
@@ -30,11 +34,16 @@ msgs)`` queues an already encoded frame counted as ``msgs`` publishes of
   this frame would take it past ``limit`` (the caller makes room or buffers
   for a reconnect, then uses ``push_always``);
 - ``TOO_BIG`` (3, ``pub`` only): nothing queued: the payload is longer than
-  ``max_payload``.
+  ``max_payload``;
+- ``WRITE`` (5): queued, and the queue now holds at least ``write_at`` bytes:
+  the caller should write it out itself if no other thread is writing (a
+  publishing thread then writes in batches, as one thread with a plain socket
+  would, instead of handing every batch to the flusher); ``kicked`` is left
+  as it was. This is checked before ``QUEUED``/``KICK``.
 
 A frame larger than ``limit`` is still queued when the queue is empty, so a
 single large message always fits. ``push_always(data, payload_len, msgs)``
-queues regardless of ``open``/``limit`` and returns ``QUEUED``/``KICK``;
+queues regardless of ``open``/``limit`` and returns ``QUEUED``/``KICK``/``WRITE``;
 ``push_front(data)`` puts bytes before everything queued (a failed write, or
 resubscriptions on reconnect) without counting publishes or waking anyone.
 ``take()`` returns ``(chunks, nbytes)``: every chunk queued when it started,
@@ -60,10 +69,14 @@ QUEUED = 0
 KICK = 1
 FULL = 2
 TOO_BIG = 3
+UNKNOWN_SUBJECT = 4
+WRITE = 5
 
 #: Payloads from this size on make ``big`` true: their frames are worth a
 #: gather write (no join copy) on their way to the socket.
 GATHER_MIN = 16 * 1024
+#: Default ``write_at``: a queue this full is written by the thread adding to it.
+WRITE_AT = 256 * 1024
 
 
 def _need(value: object, kind: type, name: str) -> None:
@@ -74,7 +87,19 @@ def _need(value: object, kind: type, name: str) -> None:
 class WriteQueue:
     """Frames waiting for the socket; see the module docstring."""
 
-    __slots__ = ("_chunks", "big", "kicked", "limit", "nbytes", "open", "out_bytes", "out_msgs")
+    __slots__ = (
+        "_chunks",
+        "big",
+        "kicked",
+        "limit",
+        "max_payload",
+        "nbytes",
+        "open",
+        "out_bytes",
+        "out_msgs",
+        "subjects",
+        "write_at",
+    )
 
     def __init__(self, limit: int) -> None:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -87,6 +112,9 @@ class WriteQueue:
         self.kicked = False
         self.out_msgs = 0
         self.out_bytes = 0
+        self.max_payload = 1024 * 1024
+        self.write_at = WRITE_AT
+        self.subjects: dict[str, bytes] = {}
 
     def __len__(self) -> int:
         return len(self._chunks)
@@ -100,6 +128,13 @@ class WriteQueue:
             return TOO_BIG
         frame = b"PUB %s %d\r\n%s\r\n" % (subject, plen, payload)
         return self._add(frame, plen, 1)
+
+    def pub_str(self, subject: str, payload: bytes) -> int:
+        subjects = self.subjects
+        subj = subjects.get(subject) if subjects is not None and type(subject) is str else None
+        if subj is None:
+            return UNKNOWN_SUBJECT
+        return self.pub(subj, payload, self.max_payload)
 
     def ack(self, subject: str, body: bytes) -> int:
         _need(subject, str, "subject")
@@ -130,6 +165,8 @@ class WriteQueue:
             self.out_bytes += payload_len
             if payload_len >= GATHER_MIN:
                 self.big = True
+        if self.nbytes >= self.write_at:
+            return WRITE
         if self.kicked:
             return QUEUED
         self.kicked = True

@@ -20,18 +20,29 @@ Pair = tuple[SimpleNamespace, SimpleNamespace]
 
 
 def _state(q: Any) -> tuple[Any, ...]:
-    return (len(q), q.nbytes, q.out_msgs, q.out_bytes, q.big, q.kicked, q.open, q.limit)
+    return (
+        len(q),
+        q.nbytes,
+        q.out_msgs,
+        q.out_bytes,
+        q.big,
+        q.kicked,
+        q.open,
+        q.limit,
+        q.max_payload,
+        q.write_at,
+    )
 
 
 def test_codes_and_gather_threshold(impl: SimpleNamespace) -> None:
     w = impl.writer
-    assert (w.QUEUED, w.KICK, w.FULL, w.TOO_BIG) == (0, 1, 2, 3)
-    assert w.GATHER_MIN == 16 * 1024
+    assert (w.QUEUED, w.KICK, w.FULL, w.TOO_BIG, w.UNKNOWN_SUBJECT, w.WRITE) == (0, 1, 2, 3, 4, 5)
+    assert w.GATHER_MIN == 16 * 1024 and w.WRITE_AT == 256 * 1024
 
 
 def test_closed_queue_refuses_until_opened(impl: SimpleNamespace) -> None:
     q = impl.writer.WriteQueue(100)
-    assert _state(q) == (0, 0, 0, 0, False, False, False, 100)
+    assert _state(q) == (0, 0, 0, 0, False, False, False, 100, 1 << 20, 256 * 1024)
     assert q.pub(b"a", b"x", 1000) == 2
     assert q.push(b"PING\r\n") == 2
     assert q.ack("$JS.ACK.s", b"+ACK") == 2
@@ -39,7 +50,7 @@ def test_closed_queue_refuses_until_opened(impl: SimpleNamespace) -> None:
     q.open = True
     assert q.pub(b"a", b"x", 1000) == 1  # the first frame wakes the writer
     assert q.pub(b"a", b"y", 1000) == 0  # already woken
-    assert _state(q) == (2, 24, 2, 2, False, True, True, 100)
+    assert _state(q) == (2, 24, 2, 2, False, True, True, 100, 1 << 20, 256 * 1024)
 
 
 def test_frames(impl: SimpleNamespace) -> None:
@@ -100,6 +111,42 @@ def test_limit(impl: SimpleNamespace) -> None:
     assert (q.out_msgs, q.out_bytes) == (5, 100 + 20 + 26 + 3)
     q.limit = 1000
     assert q.pub(b"s", b"ok", 1000) == 0
+
+
+def test_pub_str_uses_the_subject_cache(impl: SimpleNamespace) -> None:
+    q = impl.writer.WriteQueue(1 << 20)
+    q.open = True
+    assert q.max_payload == 1024 * 1024 and q.subjects == {}
+    assert q.pub_str("a.b", b"x") == 4  # not in the cache: nothing queued
+    q.subjects = {"a.b": b"a.b", "ü": "ü".encode()}
+    assert q.pub_str("a.b", b"x") == 1
+    assert q.pub_str("ü", bytearray(b"yz")) == 0
+    assert q.pub_str(b"a.b", b"x") == 4  # not a str
+    assert q.pub_str(None, b"x") == 4
+    q.max_payload = 3
+    assert q.pub_str("a.b", b"long") == 3
+    q.subjects = None
+    assert q.pub_str("a.b", b"x") == 4
+    chunks, _ = q.take()
+    assert chunks == [b"PUB a.b 1\r\nx\r\n", "PUB ü 2\r\nyz\r\n".encode()]
+    assert q.out_msgs == 2
+
+
+def test_write_at(impl: SimpleNamespace) -> None:
+    q = impl.writer.WriteQueue(1 << 20)
+    q.open = True
+    assert q.write_at == 256 * 1024
+    q.write_at = 100
+    assert q.push(b"x" * 60) == 1
+    assert q.push(b"x" * 30) == 0
+    assert q.push(b"x" * 10) == 5  # 100 >= write_at: the adding thread should write it
+    assert q.kicked  # left as it was
+    q.kicked = False
+    assert q.pub(b"s", b"y", 100) == 5  # checked before KICK
+    assert not q.kicked
+    assert q.push_always(b"PING\r\n") == 5
+    q.take()
+    assert q.push(b"z") == 1
 
 
 def test_too_big(impl: SimpleNamespace) -> None:
@@ -193,6 +240,9 @@ ops = st.lists(
     st.one_of(
         st.tuples(st.just("pub"), st.binary(min_size=1, max_size=8), st.binary(max_size=40)),
         st.tuples(st.just("ack"), st.text(min_size=1, max_size=12), st.binary(max_size=6)),
+        st.tuples(st.just("pub_str"), st.sampled_from(["a", "b.c", "zz"]), st.binary(max_size=40)),
+        st.tuples(st.just("max_payload"), st.integers(0, 50)),
+        st.tuples(st.just("write_at"), st.integers(1, 150)),
         st.tuples(st.just("push"), st.binary(max_size=30), st.integers(0, 50), st.integers(0, 3)),
         st.tuples(st.just("always"), st.binary(max_size=30), st.integers(0, 50), st.integers(0, 3)),
         st.tuples(st.just("front"), st.binary(max_size=30)),
@@ -211,6 +261,14 @@ def _apply(q: Any, op: tuple[Any, ...]) -> Any:
         return q.pub(op[1], op[2], 32)
     if kind == "ack":
         return q.ack(op[1], op[2])
+    if kind == "pub_str":
+        return q.pub_str(op[1], op[2])
+    if kind == "max_payload":
+        q.max_payload = op[1]
+        return None
+    if kind == "write_at":
+        q.write_at = op[1]
+        return None
     if kind == "push":
         return q.push(op[1], op[2], op[3])
     if kind == "always":
@@ -233,6 +291,8 @@ def _apply(q: Any, op: tuple[Any, ...]) -> Any:
 @given(limit=st.integers(1, 120), seq=ops)
 def test_differential(both: Pair, limit: int, seq: list[tuple[Any, ...]]) -> None:
     py, c = (m.writer.WriteQueue(limit) for m in both)
+    for q in (py, c):
+        q.subjects = {"a": b"a", "b.c": b"b.c"}  # "zz" is not cached
     for op in seq:
         assert _apply(py, op) == _apply(c, op)
         assert _state(py) == _state(c)
