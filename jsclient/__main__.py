@@ -262,7 +262,7 @@ def bench(argv: Sequence[str]) -> int:
     for line in interp.describe_interpreter(info):
         print(line)
 
-    def run_all(url: str, server: str) -> list[Any]:
+    def run_all(url: str, server: str, server_pid: int | None = None) -> list[Any]:
         meta["server"] = server
         meta["server_url"] = url
         print(
@@ -288,6 +288,7 @@ def bench(argv: Sequence[str]) -> int:
                 impl=_impl.IMPL,
                 timeout=args.timeout,
                 progress=progress,
+                server_pid=server_pid,
             )
         finally:
             sys.stderr.write("\n")
@@ -296,7 +297,7 @@ def bench(argv: Sequence[str]) -> int:
         outcomes = run_all(args.server, raw.server_version(args.server) or "?")
     else:
         with NatsServer(jetstream=True) as srv:
-            outcomes = run_all(srv.url, f"{srv.info.get('version', '?')} (embedded)")
+            outcomes = run_all(srv.url, f"{srv.info.get('version', '?')} (embedded)", srv.pid)
     print()
     print(b.table(outcomes))
     if args.json:

@@ -727,8 +727,6 @@ class Connection:
         return int(self._wq.nbytes)
 
     # -- reading -----------------------------------------------------------
-
-    # -- reading -----------------------------------------------------------
     #
     # Leader/follower: one thread at a time reads the socket, parses and
     # routes. Normally that is the reader thread. A thread that has sent a

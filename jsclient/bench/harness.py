@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any
 
 from jsclient.bench.peer import EchoPeer
 from jsclient.bench.report import Outcome, outcome
-from jsclient.bench.result import Result
+from jsclient.bench.result import Result, process_cpu
 from jsclient.bench.runner import ChildError, run_child
 from jsclient.bench.workloads import CLIENTS, NATSIO, Workload
 
@@ -52,11 +53,13 @@ def run(
     impl: str | None = None,
     timeout: float | None = None,
     progress: Progress | None = None,
+    server_pid: int | None = None,
 ) -> list[Outcome]:
     """Measure every selected workload, ``repeat`` alternating rounds, and aggregate.
 
     Each workload runs its full count, its quick count with ``quick``, or ``n``
-    messages when given (smoke runs and tests).
+    messages when given (smoke runs and tests). With ``server_pid`` (a server
+    on this machine) each run also records the server's CPU time during it.
     """
     chosen = list(selected)
     unavailable = unavailable_clients(clients)
@@ -77,9 +80,13 @@ def run(
                     try:
                         if w.setup is not None:
                             w.setup(url, count, w.size)
+                        s0 = process_cpu(server_pid) if server_pid else None
                         res, _raw = run_child(
                             w.name, c, url, count, timeout=child_timeout, impl=impl
                         )
+                        s1 = process_cpu(server_pid) if s0 is not None and server_pid else None
+                        if s0 is not None and s1 is not None:
+                            res = replace(res, server_cpu=s1 - s0)
                         if w.check is not None:
                             problem = w.check(url, count, w.size)
                             if problem:

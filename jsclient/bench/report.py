@@ -30,6 +30,10 @@ class ClientStats:
     p99_us: float | None = None
     rss_start_mb: float | None = None
     rss_peak_mb: float | None = None
+    #: CPU µs per message: the client process's during the workload, and the
+    #: server's during the run (medians over rounds; None where not measured).
+    cpu_us: float | None = None
+    server_cpu_us: float | None = None
     runs: list[float] = field(default_factory=list)
     error: str | None = None  # the last failure, also when other rounds succeeded
     reason: str | None = None  # why "n/a"
@@ -107,8 +111,13 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(vs) if vs else None
 
 
-def client_stats(runs: Sequence[Result], error: str | None = None) -> ClientStats:
-    """Medians of one client's rounds (status "error" when none succeeded)."""
+def client_stats(
+    runs: Sequence[Result], error: str | None = None, n: int | None = None
+) -> ClientStats:
+    """Medians of one client's rounds (status "error" when none succeeded).
+
+    ``n``, the messages per run, turns CPU seconds into µs per message.
+    """
     if not runs:
         return ClientStats(ERROR, error=error or "no run")
 
@@ -118,6 +127,9 @@ def client_stats(runs: Sequence[Result], error: str | None = None) -> ClientStat
     def mb(v: float | None) -> float | None:
         return None if v is None else round(v / MB, 1)
 
+    def per_msg(v: float | None) -> float | None:
+        return None if v is None or not n else round(v * 1e6 / n, 2)
+
     return ClientStats(
         OK,
         rate=_median(r.rate for r in runs),
@@ -125,6 +137,8 @@ def client_stats(runs: Sequence[Result], error: str | None = None) -> ClientStat
         p99_us=us(_median(r.p99 for r in runs)),
         rss_start_mb=mb(_median(r.rss_start for r in runs)),
         rss_peak_mb=mb(_median(r.rss_peak for r in runs)),
+        cpu_us=per_msg(_median(r.cpu for r in runs)),
+        server_cpu_us=per_msg(_median(r.server_cpu for r in runs)),
         runs=[r.rate for r in runs],
         error=error,
     )
@@ -145,7 +159,7 @@ def outcome(
         elif c in unavailable:
             clients[c] = ClientStats(NA, reason=unavailable[c])
         else:
-            clients[c] = client_stats(runs.get(c, ()), errors.get(c))
+            clients[c] = client_stats(runs.get(c, ()), errors.get(c), n)
     return Outcome(
         w.name,
         w.description,
@@ -251,6 +265,28 @@ def memory_table(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(_grid(head, rows))
 
 
+def cpu_table(outcomes: Sequence[Outcome]) -> str:
+    """CPU µs per message of each client, with the server's during its run in brackets.
+
+    The server and the clients share the machine's cores: a row whose server
+    CPU time per message is close to its wall time per message (1 / rate) is
+    bound by the server, whatever the client does.
+    """
+    head = ["CPU µs/msg (server)", *CLIENTS]
+    rows = []
+    for o in outcomes:
+        cells = []
+        for c in CLIENTS:
+            st = o.clients[c]
+            if st.status != OK or st.cpu_us is None:
+                cells.append("n/a" if st.status == NA else "")
+                continue
+            srv = f" ({st.server_cpu_us:.2f})" if st.server_cpu_us is not None else ""
+            cells.append(f"{st.cpu_us:.2f}{srv}")
+        rows.append([o.name, *cells])
+    return "\n".join(_grid(head, rows))
+
+
 def latency_table(outcomes: Sequence[Outcome]) -> str:
     """p50/p99 round-trip latency for the latency rows."""
     head = ["latency µs p50/p99", *CLIENTS]
@@ -281,7 +317,12 @@ def errors_section(outcomes: Sequence[Outcome]) -> str:
 
 def table(outcomes: Sequence[Outcome]) -> str:
     """Every table of the report, separated by blank lines."""
-    parts = [rates_table(outcomes), memory_table(outcomes), latency_table(outcomes)]
+    parts = [
+        rates_table(outcomes),
+        memory_table(outcomes),
+        cpu_table(outcomes),
+        latency_table(outcomes),
+    ]
     parts.append(errors_section(outcomes))
     return "\n\n".join(p for p in parts if p)
 
@@ -304,6 +345,7 @@ __all__ = [
     "ClientStats",
     "Outcome",
     "client_stats",
+    "cpu_table",
     "fmt_rate",
     "fmt_ratio",
     "from_json",

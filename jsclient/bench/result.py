@@ -15,6 +15,12 @@ class Result:
     before the workload started (after its client library was imported) and at
     its end, so ``rss_peak - rss_start`` is what the workload itself added.
     They are filled in by the child runner, not by the workload.
+
+    ``cpu`` is the CPU time (user + system, every thread) the client process
+    spent in the workload, filled in by the child runner; ``server_cpu`` is
+    what the server process spent meanwhile (the whole child run), filled in by
+    the parent when it knows the server's pid. Per message, they show which
+    side a row's rate is bound by.
     """
 
     rate: float
@@ -22,6 +28,8 @@ class Result:
     p99: float | None = None
     rss_start: int | None = None
     rss_peak: int | None = None
+    cpu: float | None = None
+    server_cpu: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -34,6 +42,8 @@ class Result:
             p99=_opt_float(d.get("p99")),
             rss_start=_opt_int(d.get("rss_start")),
             rss_peak=_opt_int(d.get("rss_peak")),
+            cpu=_opt_float(d.get("cpu")),
+            server_cpu=_opt_float(d.get("server_cpu")),
         )
 
 
@@ -51,6 +61,22 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     if not s:
         return 0.0, 0.0
     return s[len(s) // 2], s[min(len(s) - 1, (len(s) * 99) // 100)]
+
+
+def process_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used so far; None where unknown.
+
+    Read from ``/proc/<pid>/stat`` (Linux): fields 14 and 15 after the command
+    name, in clock ticks.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        import os
+
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def peak_rss() -> int | None:

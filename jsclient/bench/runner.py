@@ -5,7 +5,8 @@ round) in a new process of the same interpreter, so no run inherits another's
 heap, threads, event loop or imported modules, and the peak RSS a run reports
 is its own. The child prints one line, :data:`MARKER` followed by JSON: the
 workload's :class:`Result` with ``rss_start`` (peak RSS once its client library
-is imported) and ``rss_peak`` (at the end), or ``{"error": ...}``.
+is imported), ``rss_peak`` (at the end) and ``cpu`` (the CPU time the workload
+took), or ``{"error": ...}``.
 
 A jsclient child imports jsclient as usual. Any other client's child loads
 the bench modules under a bare ``jsclient`` package (its ``__init__`` not
@@ -21,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import traceback
 from dataclasses import replace
 from typing import Any
@@ -60,7 +62,7 @@ class ChildError(RuntimeError):
 
 
 def measure(workload: str, client: str, url: str, n: int) -> Result:
-    """Run one workload for one client in this process, with its RSS."""
+    """Run one workload for one client in this process, with its RSS and CPU time."""
     from jsclient.bench.workloads import by_name
 
     w = by_name(workload)
@@ -70,8 +72,10 @@ def measure(workload: str, client: str, url: str, n: int) -> Result:
     for mod in _IMPORTS[client]:
         importlib.import_module(mod)
     start = peak_rss()
+    cpu0 = time.process_time()
     res = fn(url, n, w.size)
-    return replace(res, rss_start=start, rss_peak=peak_rss())
+    cpu = time.process_time() - cpu0
+    return replace(res, rss_start=start, rss_peak=peak_rss(), cpu=cpu)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,7 @@ import pytest
 
 from jsclient.bench import interp, report, runner
 from jsclient.bench.harness import client_order
-from jsclient.bench.result import Result, peak_rss
+from jsclient.bench.result import Result, peak_rss, process_cpu
 from jsclient.bench.workloads import (
     CLIENTS,
     JSCLIENT,
@@ -76,6 +76,29 @@ def test_interpreter_is_described_with_its_build() -> None:
         {**info, "executable": "/v/bin/python", "base_executable": "/usr/bin/python3.13"}
     )
     assert "(venv of /usr/bin/python3.13)" in venv[0]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_process_cpu_counts_a_busy_process() -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.3: pass\nprint('done', flush=True)\n"
+            "import sys; sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "done\n"
+        used = process_cpu(proc.pid)
+        assert used is not None and 0.25 <= used < 30
+    finally:
+        proc.communicate("", timeout=10)
+    assert process_cpu(proc.pid) is None  # reaped: no such process
 
 
 def test_peak_rss_is_this_process() -> None:
@@ -180,16 +203,19 @@ def _fake_workload(**kw: object) -> Workload:
 
 def test_client_stats_are_medians() -> None:
     runs = [
-        Result(100.0, 0.001, 0.004, 10 << 20, 30 << 20),
-        Result(300.0, 0.003, 0.002, 12 << 20, 50 << 20),
-        Result(200.0, 0.002, 0.003, 11 << 20, 40 << 20),
+        Result(100.0, 0.001, 0.004, 10 << 20, 30 << 20, cpu=0.5, server_cpu=2.0),
+        Result(300.0, 0.003, 0.002, 12 << 20, 50 << 20, cpu=0.3, server_cpu=1.0),
+        Result(200.0, 0.002, 0.003, 11 << 20, 40 << 20, cpu=0.4),
     ]
-    st = report.client_stats(runs)
+    st = report.client_stats(runs, n=100_000)
     assert st.status == report.OK
     assert st.rate == 200.0
     assert (st.p50_us, st.p99_us) == (2000.0, 3000.0)
     assert (st.rss_start_mb, st.rss_peak_mb, st.rss_growth_mb) == (11.0, 40.0, 29.0)
     assert st.runs == [100.0, 300.0, 200.0]
+    # CPU seconds per run over 100k messages: µs per message, medians of what was measured
+    assert (st.cpu_us, st.server_cpu_us) == (4.0, 15.0)
+    assert report.client_stats(runs).cpu_us is None  # no message count: no per-message figure
     assert report.client_stats([], "Boom: x").status == report.ERROR
 
 
@@ -263,7 +289,7 @@ def _sample() -> list[report.Outcome]:
         w,
         100,
         {
-            JSCLIENT: [Result(2_000_000.0, 1e-4, 3e-4, 20 << 20, 40 << 20)],
+            JSCLIENT: [Result(2_000_000.0, 1e-4, 3e-4, 20 << 20, 40 << 20, 0.0002, 0.0005)],
             NATS_PY: [Result(400_000.0, 2e-4, 5e-4, 25 << 20, 30 << 20)],
             NATSIO: [Result(500_000.0, 2e-4, 4e-4, 26 << 20, 31 << 20)],
             RAW: [Result(4_000_000.0, 1e-4, 2e-4, 18 << 20, 18 << 20)],
@@ -283,7 +309,7 @@ def _sample() -> list[report.Outcome]:
 
 def test_tables() -> None:
     text = report.table(_sample())
-    rates, memory, latency, errors = text.split("\n\n")
+    rates, memory, cpu, latency, errors = text.split("\n\n")
     head, rule, row, legacy = rates.splitlines()
     assert head.split()[:5] == ["workload", JSCLIENT, NATS_PY, NATSIO, RAW]
     assert set(rule) == {"-"}
@@ -291,6 +317,11 @@ def test_tables() -> None:
     assert "≥0.7x raw ✗" in row and "≥3x nats-py ✓" in row and "≥1x natsio ✓" in row
     assert legacy.split()[:5] == ["legacy", "50k", "n/a", "n/a", "n/a"]
     assert "40 (+20)" in memory and "18 (+0)" in memory
+    cpu_head, _, cpu_row, cpu_legacy = cpu.splitlines()
+    assert cpu_head.startswith("CPU µs/msg (server)")
+    # 0.2 ms of client and 0.5 ms of server CPU over 100 messages; peers measured no CPU
+    assert cpu_row.split()[:3] == ["w", "2.00", "(5.00)"]
+    assert cpu_legacy.split()[1:] == ["n/a", "n/a", "n/a"]
     assert "100/300" in latency and "legacy" not in latency
     assert "w [natsio]: ChildError: one round failed" in errors
 
