@@ -88,8 +88,6 @@ class Subscription(SubState):
         self._discard = False  # unsubscribe()/close(): queued messages are dropped
         self._draining = False
         self._dispatcher: threading.Thread | None = None
-        self._idle = threading.Event()
-        self._idle.set()
         if cb is not None:
             self._dispatcher = threading.Thread(
                 target=self._dispatch_loop, name=f"jsclient-sub-{sid}", daemon=True
@@ -197,23 +195,19 @@ class Subscription(SubState):
     def _dispatch_loop(self) -> None:
         cb = self._cb
         assert cb is not None
-        local = self._local
+        take = self._take
         while True:
             try:
-                msg = self._take(_POLL)
+                msg = take(_POLL)
             except queue.Empty:
                 continue
             except _Ended:
-                self._idle.set()
                 return
-            self._idle.clear()
             try:
                 cb(msg)
             except Exception as exc:
                 log.exception("jsclient: subscription callback raised")
                 self._client._report_error(exc)
-            if not local and self._q.empty():
-                self._idle.set()
 
     # -- control -----------------------------------------------------------
 
