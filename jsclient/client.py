@@ -550,12 +550,13 @@ class Client:
         reply = self._resp_prefix_b + token.encode()
         plen = len(payload)
         conn = self._conn
+        max_payload = conn._wq.max_payload
         if hdr is None:
-            if plen > conn.max_payload:
+            if plen > max_payload:
                 raise self._too_big(plen)
             data = b"PUB %s %s %d\r\n%s\r\n" % (subj, reply, plen, payload)
         else:
-            if len(hdr) + plen > conn.max_payload:
+            if len(hdr) + plen > max_payload:
                 raise self._too_big(len(hdr) + plen)
             data = commands.hpub(subj, reply, hdr, payload)
         self._resp_map[token] = waiter

@@ -7,7 +7,8 @@ raised as the typed error for its ``error`` object.
 ``publish_async`` shares the client's single wildcard reply subscription: each
 publish gets a reply token, and the ack is parsed on the socket reader thread,
 which only decodes the JSON and completes the future. At most
-``publish_async_max_pending`` publishes are in flight; beyond that the caller
+``publish_async_max_pending`` publishes are in flight (threads publishing at
+once may each take one more); beyond that the caller
 waits on a condition for up to ``publish_async_stall_wait`` seconds and then
 gets :class:`~jsclient.errors.TooManyStalledMsgsError`. When the connection
 drops, every pending future fails with
@@ -101,8 +102,10 @@ class JetStream:
         self._stall_wait = float(publish_async_stall_wait)
         self._nuid = NUID()
         self._nuid_lock = threading.Lock()
-        # Async publish state. Publishers serialise on _pub_lock (check the
-        # window, then add), so the window is never exceeded; the reader thread
+        # Async publish state. A publisher that finds room adds its ack to the
+        # set without a lock (several threads publishing at once may each add
+        # one past the window); one that finds the window full takes _pub_lock,
+        # so stalled publishers wait for room in turn. The reader thread
         # removes acks without any lock, so the publisher and the reader do not
         # contend on every message. Only a stalled publisher or a
         # publish_async_complete() waits, on a condition of _lock: each first
@@ -477,10 +480,15 @@ class JetStream:
             self._listen()
         # Encoded once: retries re-send the same bytes.
         ack = _AsyncPub(self, subject, payload, encode_headers(hdrs) if hdrs else None)
-        with self._pub_lock:
-            if 0 < self._max_pending <= len(self._pending):
-                self._wait_for_room()
-            self._pending.add(ack)
+        pending = self._pending
+        if 0 < self._max_pending <= len(pending):
+            # Full: publishers queue up on _pub_lock and wait for room in turn.
+            with self._pub_lock:
+                if 0 < self._max_pending <= len(pending):
+                    self._wait_for_room()
+                pending.add(ack)
+        else:
+            pending.add(ack)  # one C call, atomic under the GIL: no lock per publish
         client = self._client
         try:
             token = client._send_request(subject, payload, ack.headers, ack)
