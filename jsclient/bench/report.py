@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -248,21 +248,41 @@ def rates_table(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(_grid(head, rows, left=(0, len(head) - 1)))
 
 
-def memory_table(outcomes: Sequence[Outcome]) -> str:
-    """Peak RSS per client, with what the run added to the RSS it started with."""
-    head = ["peak RSS MB (+growth)", *CLIENTS]
+def _per_client_table(
+    outcomes: Sequence[Outcome], title: str, cell: Callable[[ClientStats], str | None]
+) -> str:
+    """A row per workload, a column per client: ``cell`` of each measured client.
+
+    ``cell`` returns None where the client's run has no such figure.
+    """
     rows = []
     for o in outcomes:
         cells = []
         for c in CLIENTS:
             st = o.clients[c]
-            if st.status != OK or st.rss_peak_mb is None:
-                cells.append("n/a" if st.status == NA else "")
-                continue
-            g = st.rss_growth_mb
-            cells.append(f"{st.rss_peak_mb:.0f} (+{g:.0f})" if g is not None else "")
+            text = cell(st) if st.status == OK else None
+            cells.append(("n/a" if st.status == NA else "") if text is None else text)
         rows.append([o.name, *cells])
-    return "\n".join(_grid(head, rows))
+    return "\n".join(_grid([title, *CLIENTS], rows))
+
+
+def _memory_cell(st: ClientStats) -> str | None:
+    if st.rss_peak_mb is None:
+        return None
+    g = st.rss_growth_mb
+    return f"{st.rss_peak_mb:.0f} (+{g:.0f})" if g is not None else ""
+
+
+def _cpu_cell(st: ClientStats) -> str | None:
+    if st.cpu_us is None:
+        return None
+    srv = f" ({st.server_cpu_us:.2f})" if st.server_cpu_us is not None else ""
+    return f"{st.cpu_us:.2f}{srv}"
+
+
+def memory_table(outcomes: Sequence[Outcome]) -> str:
+    """Peak RSS per client, with what the run added to the RSS it started with."""
+    return _per_client_table(outcomes, "peak RSS MB (+growth)", _memory_cell)
 
 
 def cpu_table(outcomes: Sequence[Outcome]) -> str:
@@ -272,19 +292,7 @@ def cpu_table(outcomes: Sequence[Outcome]) -> str:
     CPU time per message is close to its wall time per message (1 / rate) is
     bound by the server, whatever the client does.
     """
-    head = ["CPU µs/msg (server)", *CLIENTS]
-    rows = []
-    for o in outcomes:
-        cells = []
-        for c in CLIENTS:
-            st = o.clients[c]
-            if st.status != OK or st.cpu_us is None:
-                cells.append("n/a" if st.status == NA else "")
-                continue
-            srv = f" ({st.server_cpu_us:.2f})" if st.server_cpu_us is not None else ""
-            cells.append(f"{st.cpu_us:.2f}{srv}")
-        rows.append([o.name, *cells])
-    return "\n".join(_grid(head, rows))
+    return _per_client_table(outcomes, "CPU µs/msg (server)", _cpu_cell)
 
 
 def latency_table(outcomes: Sequence[Outcome]) -> str:
