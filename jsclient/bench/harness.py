@@ -84,9 +84,10 @@ def run(
                         res, _raw = run_child(
                             w.name, c, url, count, timeout=child_timeout, impl=impl
                         )
-                        s1 = process_cpu(server_pid) if s0 is not None and server_pid else None
-                        if s0 is not None and s1 is not None:
-                            res = replace(res, server_cpu=s1 - s0)
+                        if server_pid and s0 is not None:
+                            s1 = process_cpu(server_pid)
+                            if s1 is not None:
+                                res = replace(res, server_cpu=s1 - s0)
                         if w.check is not None:
                             problem = w.check(url, count, w.size)
                             if problem:

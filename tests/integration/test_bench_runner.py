@@ -37,6 +37,8 @@ def test_children_report_rate_and_their_own_memory(nats_server: NatsServer) -> N
         assert 1 << 20 < res.rss_start <= res.rss_peak
         # its own memory, not this (pytest) process's peak carried over
         assert res.rss_peak < 96 << 20
+        assert res.cpu is not None and 0 < res.cpu < 30  # the workload's own CPU time
+        assert res.server_cpu is None  # only the parent's harness measures the server
         # only the jsclient run loads jsclient; the others measure their client alone
         assert data["jsclient_loaded"] is (client == JSCLIENT)
         if client == JSCLIENT:
@@ -104,6 +106,7 @@ def test_run_rows_with_the_shared_peers(nats_server: NatsServer) -> None:
         impl=_impl.IMPL,
         timeout=60,
         progress=lambda label, done, total: seen.append(label),
+        server_pid=nats_server.pid,
     )
     assert [o.name for o in outcomes] == [w.name for w in rows]
     for o in outcomes:
@@ -115,6 +118,9 @@ def test_run_rows_with_the_shared_peers(nats_server: NatsServer) -> None:
             assert st.status == report.OK, (o.name, c, st.error)
             assert st.rate and st.rate > 0
             assert st.rss_peak_mb and st.rss_peak_mb > 1
+            assert st.cpu_us is not None and st.cpu_us > 0
+            # the server's CPU during the run (in clock ticks: may round to 0)
+            assert st.server_cpu_us is not None and st.server_cpu_us >= 0
         assert o.ratio(NATS_PY) is not None
         if not NATSIO_OK:
             assert o.clients[NATSIO].status == report.NA
@@ -157,6 +163,10 @@ def test_cli(tmp_path: Path) -> None:
     assert "build: " in lines[1] and any(s in lines[1] for s in ("PGO", "unknown"))
     assert "nats-py" in lines[2] and "natsio" in lines[2] and "nats-server" in lines[2]
     assert any(line.startswith("core-publish-64KiB") for line in lines)
+    cpu_head = lines.index(next(line for line in lines if line.startswith("CPU µs/msg (server)")))
+    # jsclient's and raw's CPU per message, each with the embedded server's in brackets
+    cpu_row = lines[cpu_head + 2].split()
+    assert cpu_row[0] == "core-publish-64KiB" and cpu_row[2].startswith("(")
     outcomes, meta = report.from_json(out.read_text())
     assert meta["repeat"] == 1 and meta["impl"] == _impl.IMPL
     (o,) = outcomes
