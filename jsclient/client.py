@@ -35,11 +35,8 @@ else:
 
 _route = _impl.delivery.route
 _QUEUED = _impl.writer.QUEUED
-_KICK = _impl.writer.KICK
-_FULL = _impl.writer.FULL
 _TOO_BIG = _impl.writer.TOO_BIG
 _UNKNOWN_SUBJECT = _impl.writer.UNKNOWN_SUBJECT
-_WRITE = _impl.writer.WRITE
 
 _status_of = _impl.status.status_of
 _SUBJECT_CACHE_MAX = 4096
@@ -277,15 +274,8 @@ class Client:
             # The hot path: one call looks the subject up in the (shared) subject
             # cache, encodes, checks and queues the frame.
             rc = self._wq.pub_str(subject, payload)
-            if rc == _QUEUED:
-                return
-            if rc == _KICK:
-                self._conn._kick()
-                return
-            if rc == _WRITE:
-                self._conn._write_now()
-                return
-            self._publish_slow(subject, payload, rc)
+            if rc != _QUEUED and not self._conn.queued(rc):
+                self._publish_slow(subject, payload, rc)
             return
         subj = self._subject_cache.get(subject)
         if subj is None:
@@ -315,13 +305,7 @@ class Client:
         subj = self._subject_bytes(subject)
         if rc == _UNKNOWN_SUBJECT:
             rc = self._wq.pub(subj, payload, conn.max_payload)
-            if rc == _QUEUED:
-                return
-            if rc == _KICK:
-                conn._kick()
-                return
-            if rc == _WRITE:
-                conn._write_now()
+            if conn.queued(rc):
                 return
         if rc == _TOO_BIG:
             raise self._too_big(len(payload))
@@ -339,12 +323,7 @@ class Client:
         Every ack subject is unique, so it bypasses the subject cache (it
         would only churn it); the server made it, so it is not re-validated.
         """
-        rc = self._wq.ack(subject, body)
-        if rc == _KICK:
-            self._conn._kick()
-        elif rc == _WRITE:
-            self._conn._write_now()
-        elif rc == _FULL:
+        if not self._conn.queued(self._wq.ack(subject, body)):
             self._conn.send_counted(
                 b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body)
             )

@@ -57,6 +57,7 @@ from jsclient.protocol import commands
 
 _parser_mod = _impl.parser
 _writer = _impl.writer
+_QUEUED = _writer.QUEUED
 _KICK = _writer.KICK
 _FULL = _writer.FULL
 _WRITE = _writer.WRITE
@@ -505,24 +506,30 @@ class Connection:
         # The queue takes frames on its fast path only while connected.
         self._wq.open = status is CONNECTED or status is DRAINING
 
-    def send(self, data: bytes) -> None:
-        """Queue bytes for the socket (any thread). Raises when closed or the buffer is full."""
-        rc = self._wq.push(data)
+    def queued(self, rc: int) -> bool:
+        """Act on what a write-queue push returned: wake the flusher or write now.
+
+        False when the queue refused the frame (full or closed, too big,
+        unknown subject): the caller takes its slow path.
+        """
+        if rc == _QUEUED:
+            return True
         if rc == _KICK:
             self._kick()
-        elif rc == _WRITE:
+            return True
+        if rc == _WRITE:
             self._write_now()
-        elif rc == _FULL:
+            return True
+        return False
+
+    def send(self, data: bytes) -> None:
+        """Queue bytes for the socket (any thread). Raises when closed or the buffer is full."""
+        if not self.queued(self._wq.push(data)):
             self._send_slow(data, 0, 0)
 
     def send_counted(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
         """``send`` for ``msgs`` publishes: also counts out_msgs/out_bytes."""
-        rc = self._wq.push(data, payload_len, msgs)
-        if rc == _KICK:
-            self._kick()
-        elif rc == _WRITE:
-            self._write_now()
-        elif rc == _FULL:
+        if not self.queued(self._wq.push(data, payload_len, msgs)):
             self._send_slow(data, payload_len, msgs)
 
     def _send_slow(self, data: bytes, payload_len: int, msgs: int) -> None:
@@ -532,11 +539,7 @@ class Connection:
             self._check_buffer(status, len(data))
         else:
             self._make_room(len(data))
-        rc = self._wq.push_always(data, payload_len, msgs)
-        if rc == _KICK:
-            self._kick()
-        elif rc == _WRITE:
-            self._write_now()
+        self.queued(self._wq.push_always(data, payload_len, msgs))
 
     def send_inline(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
         """``send_counted``, but written from this thread if nobody else is writing.
