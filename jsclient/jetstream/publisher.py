@@ -550,26 +550,20 @@ class Publisher:
 
     def _resend(self, flights: list[Flight], due: float) -> None:
         """Publish retries and 503 re-sends in one write; their ack clocks run to ``due``."""
-        if not flights:
-            return
+        if flights:
+            self._resend_same([(flight, due) for flight in flights])
+
+    def _resend_same(self, pairs: list[tuple[Flight, float]]) -> None:
+        """Send flights again in one write, each with its own ack deadline (retries,
+        503 re-sends, stall probes and the re-sends after a probe was acked)."""
+        flights = [f for f, _ in pairs]
         # Back in the window (a flight whose reply looked like an ack but was
         # not may have left it).
         self._in_flight.update(flights)
         timeline, ids = self._retry_timeline, self._retry_ids
-        for flight in flights:
-            gen = flight._gen = flight._gen + 1
-            # before the write: the ack may come first
-            heapq.heappush(timeline, (due, next(ids), flight, gen))
-        self._sent(flights, self._client._send_request_batch(flights))
-
-    def _resend_same(self, pairs: list[tuple[Flight, float]]) -> None:
-        """Send flights again within their current attempt, each keeping its ack
-        deadline (stall probes and the re-sends after a probe was acked)."""
-        flights = [f for f, _ in pairs]
-        self._in_flight.update(flights)
-        timeline, ids = self._retry_timeline, self._retry_ids
         for flight, due in pairs:
             gen = flight._gen = flight._gen + 1
+            # before the write: the ack may come first
             heapq.heappush(timeline, (due, next(ids), flight, gen))
         self._sent(flights, self._client._send_request_batch(flights))
 
@@ -721,10 +715,18 @@ class Publisher:
 
     def _waiting(self) -> list[tuple[Flight, float]]:
         """Every send still waiting for its reply, with its ack deadline."""
-        out = [(f, f.publish_time + self.wait_timeout) for f in self._timeline]
-        out = [(f, due) for f, due in out if f._gen == 1 and f._token is not None]
-        out += [(f, due) for due, _, f, gen in self._retry_timeline if f._gen == gen]
-        return [(f, due) for f, due in out if f._token is not None]
+        wait = self.wait_timeout
+        out = [
+            (f, f.publish_time + wait)
+            for f in self._timeline
+            if f._gen == 1 and f._token is not None
+        ]
+        out += [
+            (f, due)
+            for due, _, f, gen in self._retry_timeline
+            if f._gen == gen and f._token is not None
+        ]
+        return out
 
     def _send_probe(self, now: float, probe_after: float) -> None:
         """No reply at all for ``probe_after``: send the oldest waiting flight again
@@ -750,13 +752,12 @@ class Publisher:
         since, self._probe = self._probe_time, None
         resp_map, wait = self._client._resp_map, self.wait_timeout
         again: list[tuple[Flight, float]] = []
-        seen: set[int] = set()
         for flight, due in self._waiting():
             token = flight._token
-            if id(flight) in seen or due - wait >= since or token is None:
+            # (token None: taken back by an earlier entry of the same flight)
+            if due - wait >= since or token is None:
                 continue
             if resp_map.pop(token, None) is not None:
-                seen.add(id(flight))
                 flight._token = None
                 again.append((flight, due))
         if again:
