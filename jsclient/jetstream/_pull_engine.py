@@ -103,6 +103,12 @@ def status_error(code: int, description: str, kind: int) -> errors.Error:
     return errors.StatusError(code, description)
 
 
+def ack_none(info: Any) -> bool:
+    """Whether a consumer (its ConsumerInfo) has ack policy none."""
+    policy = getattr(getattr(info, "config", None), "ack_policy", None)
+    return str(getattr(policy, "value", policy)) == "none"
+
+
 def pull_status(engine: Engine, code: int, description: str) -> tuple[int, errors.Error | None]:
     """What a status on a pull's own reply subject means for that one pull.
 

@@ -129,11 +129,9 @@ def find_stream(js: JetStream, subject: str) -> str:
 def lookup(js: JetStream, stream: str, name: str) -> ConsumerInfo | None:
     """The consumer's info, or None when it does not exist."""
     try:
-        resp = js._api_request(f"CONSUMER.INFO.{stream}.{name}")
+        return js._consumer_info(stream, name)
     except errors.NotFoundError:
         return None
-    info: ConsumerInfo = ConsumerInfo.from_response(resp)
-    return info
 
 
 def check_existing(

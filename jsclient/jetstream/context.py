@@ -280,8 +280,14 @@ class JetStream:
         """A handle on an existing consumer; ConsumerNotFoundError otherwise."""
         check_stream_name(stream)
         check_consumer_name(name)
-        resp = self._api_request(f"CONSUMER.INFO.{stream}.{name}")
-        return Consumer(self, stream, ConsumerInfo.from_response(resp))
+        return Consumer(self, stream, self._consumer_info(stream, name))
+
+    def _consumer_info(self, stream: str, name: str) -> ConsumerInfo:
+        """A consumer's info from the server (names already checked)."""
+        info: ConsumerInfo = ConsumerInfo.from_response(
+            self._api_request(f"CONSUMER.INFO.{stream}.{name}")
+        )
+        return info
 
     def delete_consumer(self, stream: str, name: str) -> None:
         """Delete a consumer."""

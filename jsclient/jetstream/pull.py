@@ -39,6 +39,7 @@ from jsclient.jetstream._pull_engine import (
     Feed,
     PullOptions,
     Terminal,
+    ack_none,
     continuous_options,
     fetch_heartbeat,
     positive_int,
@@ -449,11 +450,6 @@ def _wait_event(event: threading.Event, timeout: float | None) -> bool:
     return True
 
 
-def _ack_none(info: Any) -> bool:
-    policy = getattr(getattr(info, "config", None), "ack_policy", None)
-    return str(getattr(policy, "value", policy)) == "none"
-
-
 class PullConsumerMixin:
     """fetch / next / consume / messages / stats for a pull consumer (ADR-37).
 
@@ -469,7 +465,7 @@ class PullConsumerMixin:
     def _pull_engine(self) -> Engine:
         engine = self._jsclient_pull_engine
         if engine is None:
-            engine = Engine(self._js, self.stream_name, self.name, _ack_none(self._cached_info))
+            engine = Engine(self._js, self.stream_name, self.name, ack_none(self._cached_info))
             self._jsclient_pull_engine = engine
         return engine
 

@@ -63,6 +63,7 @@ from jsclient.jetstream._pull_engine import (
     RESET,
     WAIT_SLICE,
     Engine,
+    ack_none,
     positive_int,
     pull_status,
 )
@@ -233,7 +234,7 @@ class PullSubscription:
         reconnects = conn.reconnects
         engine.publish_pull(reply, batch - len(msgs), 0, expires, 0.0, no_wait)
         take = self._sub._take
-        ack_none = self._ack_none
+        no_acks = self._ack_none
         while True:
             wait = WAIT_SLICE
             if deadline is not None:
@@ -270,7 +271,7 @@ class PullSubscription:
                         return _ENDED
                 if PIN_HDR in hdr:
                     engine.remember_pin(hdr)
-            if ack_none:
+            if no_acks:
                 msg._ackd = ACK_NONE_POLICY
             msgs.append(msg)
             if len(msgs) >= batch:
@@ -286,9 +287,7 @@ class PullSubscription:
 
     def consumer_info(self) -> ConsumerInfo:
         """The consumer's current info from the server."""
-        resp = self._js._api_request(f"CONSUMER.INFO.{self.stream_name}.{self.consumer_name}")
-        info: ConsumerInfo = ConsumerInfo.from_response(resp)
-        return info
+        return self._js._consumer_info(self.stream_name, self.consumer_name)
 
     @property
     def pending_msgs(self) -> int:
@@ -358,7 +357,7 @@ def pull_subscribe(
     if info is not None:
         wf.check_existing(info, subject=subject, pull=True, user=user)
         sub, prefix = _inbox(js, inbox_prefix)
-        return PullSubscription(js, sub, prefix, stream, info.name, ack_none=_ack_none(info))
+        return PullSubscription(js, sub, prefix, stream, info.name, ack_none=ack_none(info))
     cfg = wf.creation_config(user, name=name, subject=subject)
     sub, prefix = _inbox(js, inbox_prefix)
     try:
@@ -368,7 +367,7 @@ def pull_subscribe(
         raise
     ephemeral = created and not (info.config.durable_name)
     return PullSubscription(
-        js, sub, prefix, stream, info.name, ack_none=_ack_none(info), delete_consumer=ephemeral
+        js, sub, prefix, stream, info.name, ack_none=ack_none(info), delete_consumer=ephemeral
     )
 
 
@@ -392,7 +391,3 @@ def _inbox(js: JetStream, inbox_prefix: str | None) -> tuple[Subscription, str]:
     # pulls asked for (a fetch's batch, plus what a timed-out pull still sends).
     sub = client.subscribe(prefix + "*", pending_msgs_limit=0, pending_bytes_limit=0)
     return sub, prefix
-
-
-def _ack_none(info: ConsumerInfo) -> bool:
-    return bool(wf.value_of(info.config.ack_policy) == "none")

@@ -66,7 +66,13 @@ from jsclient import _impl, errors
 from jsclient._threads import TimerHandle
 from jsclient.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy
 from jsclient.jetstream import _subscribe as wf
-from jsclient.jetstream._pull_engine import FLOW_CONTROL, HEARTBEAT, NO_MESSAGES, REQUEST_TIMEOUT
+from jsclient.jetstream._pull_engine import (
+    FLOW_CONTROL,
+    HEARTBEAT,
+    NO_MESSAGES,
+    REQUEST_TIMEOUT,
+    ack_none,
+)
 from jsclient.msg import ACK_NONE_POLICY, Msg
 from jsclient.subscription import Subscription
 
@@ -183,7 +189,7 @@ class JsSubscription(Subscription):
         self._prefix = state.prefix
         self._deliver = str(info.config.deliver_subject or self.subject)
         self._track = state.track_gaps or state.ordered is not None
-        self._ack_none = wf.value_of(info.config.ack_policy) == "none"
+        self._ack_none = ack_none(info)
         self._cseq = int(getattr(info.delivered, "consumer_seq", 0) or 0)
         self._sseq = int(getattr(info.delivered, "stream_seq", 0) or 0)
         self._gap: errors.SequenceMismatchError | None = None
@@ -441,9 +447,7 @@ class JsSubscription(Subscription):
 
     def consumer_info(self) -> ConsumerInfo:
         """The consumer's current info from the server."""
-        resp = self._js._api_request(f"CONSUMER.INFO.{self.stream_name}.{self.consumer_name}")
-        info: ConsumerInfo = ConsumerInfo.from_response(resp)
-        return info
+        return self._js._consumer_info(self.stream_name, self.consumer_name)
 
     def unsubscribe(self, limit: int = 0) -> None:
         """Stop receiving; the consumer is deleted per ``delete_consumer`` (errors raise)."""
