@@ -60,6 +60,7 @@ import queue as _queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
@@ -112,35 +113,21 @@ class _Control:
         self.data = b""  # the core queue counts len(data) per item it hands out
 
 
+@dataclass(kw_only=True)
 class _State:
     """What the subscribe workflow decided, handed to the subscription."""
 
-    def __init__(
-        self,
-        js: JetStream,
-        stream: str,
-        info: ConsumerInfo,
-        *,
-        created: bool,
-        delete_consumer: str,
-        manual_ack: bool,
-        track_gaps: bool,
-        alarm_factor: float,
-        error_cb: Callable[[BaseException], Any] | None,
-        ordered: ConsumerConfig | None = None,
-        prefix: str = "",
-    ) -> None:
-        self.js = js
-        self.stream = stream
-        self.info = info
-        self.created = created
-        self.delete_consumer = delete_consumer
-        self.manual_ack = manual_ack
-        self.track_gaps = track_gaps
-        self.alarm_factor = alarm_factor
-        self.error_cb = error_cb
-        self.ordered = ordered
-        self.prefix = prefix
+    js: JetStream
+    stream: str
+    info: ConsumerInfo
+    created: bool
+    delete_consumer: str
+    manual_ack: bool
+    track_gaps: bool
+    alarm_factor: float
+    error_cb: Callable[[BaseException], Any] | None
+    ordered: ConsumerConfig | None = None
+    prefix: str = ""
 
 
 class JsSubscription(Subscription):
