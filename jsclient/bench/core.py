@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from jsclient.bench.peer import ECHO_SUBJECT
-from jsclient.bench.result import Result, percentiles
+from jsclient.bench.result import Result, percentiles, wait_all
 
 _SUBJECT = "bench.core"
 
@@ -159,7 +159,7 @@ def js_receive(url: str, n: int, size: int, mode: str) -> Result:
         t0 = time.perf_counter()
         pub.go()
         if mode == "callback":
-            done.wait(120)
+            wait_all(done, 120, "callback subscription")
         elif mode == "next_msg":
             for i in range(1, n + 1):
                 sub.next_msg(timeout=30)

@@ -153,7 +153,6 @@ class FaultProxy(_Stoppable):
         self.refuse = False
         self.drip_bytes = 16
         self.drip_interval = 0.05
-        self.forwarded = 0
         super().__init__("jsclient-proxy", host)
 
     def set_mode(self, mode: str) -> None:
@@ -195,7 +194,6 @@ class FaultProxy(_Stoppable):
                 if self.mode == "half_open":  # re-read: it may have changed during recv
                     continue
                 dst.sendall(data)
-                self.forwarded += len(data)
                 if mode == "drip":
                     time.sleep(self.drip_interval)
         except OSError:

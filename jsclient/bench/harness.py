@@ -78,20 +78,7 @@ def run(
                     if progress:
                         progress(f"round {r + 1}/{repeat} {w.name} [{c}]", done, total)
                     try:
-                        if w.setup is not None:
-                            w.setup(url, count, w.size)
-                        s0 = process_cpu(server_pid) if server_pid else None
-                        res, _raw = run_child(
-                            w.name, c, url, count, timeout=child_timeout, impl=impl
-                        )
-                        if server_pid and s0 is not None:
-                            s1 = process_cpu(server_pid)
-                            if s1 is not None:
-                                res = replace(res, server_cpu=s1 - s0)
-                        if w.check is not None:
-                            problem = w.check(url, count, w.size)
-                            if problem:
-                                raise ChildError(problem)
+                        res = _measure_once(w, c, url, count, child_timeout, impl, server_pid)
                         runs.setdefault((w.name, c), []).append(res)
                     except Exception as exc:  # one broken run must not end the report
                         errors[(w.name, c)] = f"{type(exc).__name__}: {exc}"
@@ -108,6 +95,31 @@ def run(
         )
         for w in chosen
     ]
+
+
+def _measure_once(
+    w: Workload,
+    client: str,
+    url: str,
+    count: int,
+    timeout: float,
+    impl: str | None,
+    server_pid: int | None,
+) -> Result:
+    """One run: set up, measure in a child (with the server's CPU time), check."""
+    if w.setup is not None:
+        w.setup(url, count, w.size)
+    s0 = process_cpu(server_pid) if server_pid else None
+    res, _raw = run_child(w.name, client, url, count, timeout=timeout, impl=impl)
+    if server_pid and s0 is not None:
+        s1 = process_cpu(server_pid)
+        if s1 is not None:
+            res = replace(res, server_cpu=s1 - s0)
+    if w.check is not None:
+        problem = w.check(url, count, w.size)
+        if problem:
+            raise ChildError(problem)
+    return res
 
 
 def _count(w: Workload, quick: bool, n: int | None) -> int:

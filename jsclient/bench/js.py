@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from jsclient.bench.result import Result, percentiles
+from jsclient.bench.result import Result, percentiles, wait_all
 
 WINDOW = 4000
 BATCH = 1000
@@ -332,7 +332,7 @@ def js_push(url: str, n: int, size: int, mode: str = "iter") -> Result:
                     done.set()
 
             sub = js.subscribe(CON_FILTER, durable=durable, config=cfg, cb=on_msg)
-            done.wait(300)
+            wait_all(done, 300, "push callback subscription")
         nc.flush(timeout=30)
         dt = time.perf_counter() - t0
         sub.unsubscribe()

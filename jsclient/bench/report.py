@@ -295,22 +295,16 @@ def cpu_table(outcomes: Sequence[Outcome]) -> str:
     return _per_client_table(outcomes, "CPU µs/msg (server)", _cpu_cell)
 
 
+def _latency_cell(st: ClientStats) -> str | None:
+    if st.p50_us is None or st.p99_us is None:
+        return None
+    return f"{st.p50_us:.0f}/{st.p99_us:.0f}"
+
+
 def latency_table(outcomes: Sequence[Outcome]) -> str:
     """p50/p99 round-trip latency for the latency rows."""
-    head = ["latency µs p50/p99", *CLIENTS]
-    rows = []
-    for o in outcomes:
-        if not o.latency:
-            continue
-        cells = []
-        for c in CLIENTS:
-            st = o.clients[c]
-            if st.status != OK or st.p50_us is None or st.p99_us is None:
-                cells.append("n/a" if st.status == NA else "")
-            else:
-                cells.append(f"{st.p50_us:.0f}/{st.p99_us:.0f}")
-        rows.append([o.name, *cells])
-    return "\n".join(_grid(head, rows)) if rows else ""
+    rows = [o for o in outcomes if o.latency]
+    return _per_client_table(rows, "latency µs p50/p99", _latency_cell) if rows else ""
 
 
 def errors_section(outcomes: Sequence[Outcome]) -> str:

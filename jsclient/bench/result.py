@@ -64,6 +64,12 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return s[len(s) // 2], s[min(len(s) - 1, (len(s) * 99) // 100)]
 
 
+def wait_all(done: Any, timeout: float, what: str) -> None:
+    """Wait for a threaded workload's ``done`` event; a run cut short is an error, not a rate."""
+    if not done.wait(timeout):
+        raise RuntimeError(f"{what}: not all messages arrived within {timeout:g} s")
+
+
 def process_cpu(pid: int) -> float | None:
     """CPU seconds (user + system) process ``pid`` has used so far; None where unknown.
 

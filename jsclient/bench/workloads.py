@@ -59,7 +59,7 @@ class Workload:
         """The row's own targets, plus "ahead of natsio" wherever natsio runs it."""
         own = self.targets
         if NATSIO in self.fns and not any(t.against == NATSIO for t in own):
-            own = (*own, Target(NATSIO, 1.0))
+            own = (*own, AHEAD_OF_NATSIO)
         return own
 
 
@@ -68,20 +68,21 @@ AHEAD_OF_NATSIO = Target(NATSIO, 1.0)
 
 def _core() -> list[Workload]:
     out = []
+    publish = {
+        JSCLIENT: core.js_publish,
+        NATS_PY: core.py_publish,
+        NATSIO: core.nio_publish,
+        RAW: raw.publish,
+    }
     # Quick runs use the full counts here: each takes well under a second,
     # and fewer messages would time mostly connection start-up.
     for size, n in ((16, 200_000), (1024, 100_000), (4096, 50_000), (65536, 5_000)):
         label = f"{size // 1024} KiB" if size >= 1024 else f"{size} B"
         out.append(
             Workload(
-                f"core-publish-{size // 1024}KiB" if size >= 1024 else f"core-publish-{size}B",
+                f"core-publish-{label.replace(' ', '')}",
                 f"core publish {label} ({n:,}), then flush: time until the server has them",
-                {
-                    JSCLIENT: core.js_publish,
-                    NATS_PY: core.py_publish,
-                    NATSIO: core.nio_publish,
-                    RAW: raw.publish,
-                },
+                publish,
                 n,
                 n,
                 size,
@@ -92,12 +93,7 @@ def _core() -> list[Workload]:
         Workload(
             "core-publish-4KiB-100k",
             "core publish 4 KiB (100,000), then flush: peak RSS growth (target < 64 MB)",
-            {
-                JSCLIENT: core.js_publish,
-                NATS_PY: core.py_publish,
-                NATSIO: core.nio_publish,
-                RAW: raw.publish,
-            },
+            publish,
             100_000,
             100_000,
             4096,
