@@ -35,10 +35,7 @@ for v in 3.12 3.13; do
     fi
     venv="${JSCLIENT_VENV:-$ROOT/.venv}-$v"
     echo "== Python $v ($py): quick suite and wheel test"
-    [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel "cython>=3.0"
-    JSCLIENT_STRICT_BUILD=1 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        --no-build-isolation -e ".[dev]"
+    PYTHON="$py" JSCLIENT_VENV="$venv" JSCLIENT_EXTRAS=dev bash scripts/setup.sh
     JSCLIENT_IMPL=c "$venv/bin/python" -m pytest -q "${QUICK[@]}"
     "$venv/bin/python" -m pytest -q -m wheel tests/packaging
     ran+=("$("$venv/bin/python" -c 'import platform; print(platform.python_version())') (quick suite + wheel test)")
