@@ -14,6 +14,7 @@ not take) is reported as ``ImproperlyConfigured`` naming the setting.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,11 +23,14 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from jsclient.connection import Options
+from jsclient.jetstream.context import JetStream
 
 DEFAULT_SERVERS = "nats://127.0.0.1:4222"
 _TOP_KEYS = frozenset({"servers", "options", "jetstream"})
 _JETSTREAM_KEYS = frozenset(
-    {"domain", "timeout", "prefix", "publish_async_max_pending", "publish_async_stall_wait"}
+    name
+    for name, p in inspect.signature(JetStream.__init__).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
 )
 _CONNECT_KEYS = frozenset(Options.__dataclass_fields__) - {"servers", "extra"}
 
@@ -66,8 +70,6 @@ def load() -> Config:
             f"JSCLIENT['jetstream'] has unknown keys {sorted(bad)}; "
             f"expected some of {sorted(_JETSTREAM_KEYS)}"
         )
-    if jetstream.get("domain") is None:
-        jetstream.pop("domain", None)
     return Config(servers=servers, options=options, jetstream=jetstream)
 
 

@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.core.signals import setting_changed
 
@@ -42,9 +42,14 @@ _state: _State | None = None
 _atexit_registered = False
 
 
+def _usable(st: _State | None) -> TypeGuard[_State]:
+    """True if ``st`` is this process's own connection and still open."""
+    return st is not None and st.pid == os.getpid() and not st.client.is_closed
+
+
 def _current() -> _State:
     st = _state
-    if st is not None and st.pid == os.getpid() and not st.client.is_closed:
+    if _usable(st):
         return st
     return _connect()
 
@@ -53,9 +58,9 @@ def _connect() -> _State:
     global _state, _atexit_registered
     with _lock:
         st = _state
-        pid = os.getpid()
-        if st is not None and st.pid == pid and not st.client.is_closed:
+        if _usable(st):
             return st  # another thread connected while this one waited
+        pid = os.getpid()
         cfg = conf.load()
         client = jsclient.connect(cfg.servers, **cfg.options)
         try:
@@ -66,6 +71,8 @@ def _connect() -> _State:
         st = _State(pid, client, js)
         _state = st
         if not _atexit_registered:
+            # Registered with the first connection, so that it runs before exit
+            # hooks registered earlier (an embedded server made before it).
             atexit.register(_close_at_exit)
             _atexit_registered = True
     log.info("connected to %s (pid %d)", client.connected_url, pid)
@@ -90,7 +97,7 @@ def close_connection() -> None:
     global _state
     with _lock:
         st, _state = _state, None
-    if st is not None and st.pid == os.getpid() and not st.client.is_closed:
+    if _usable(st):
         try:
             st.client.close()
         except jsclient.errors.Error:
@@ -98,8 +105,9 @@ def close_connection() -> None:
 
 
 def _close_at_exit() -> None:
-    st = _state
-    if st is not None and st.pid == os.getpid():
+    # A no-op without an open connection of this process's own (none made,
+    # or one inherited from a parent, which only the parent may close).
+    if _usable(_state):
         close_connection()
 
 

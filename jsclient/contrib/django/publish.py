@@ -76,17 +76,14 @@ def _publish(
                 subject, payload, headers=headers, msg_id=msg_id, timeout=timeout
             )
             return
-        except errors.TimeoutError:
-            if attempt < attempts:
+        except Exception as exc:
+            if isinstance(exc, errors.TimeoutError) and attempt < attempts:
                 log.warning(
                     "publish on commit to %s (msg id %s) got no ack in time; sending it again",
                     subject,
                     msg_id,
                 )
                 continue
-            _log_failure(subject, msg_id)
-            raise
-        except Exception:
             _log_failure(subject, msg_id)
             raise
 

@@ -49,6 +49,7 @@ from jsclient.msg import Msg
 log = logging.getLogger("jsclient.contrib.django.worker")
 
 _POLL = 0.1  # how often waiting loops look at their flags (and let signal handlers run)
+_REPORT_EVERY = 10.0  # while stopping, how often to log the consumers still busy
 _STOP = object()
 
 
@@ -180,6 +181,7 @@ class ConsumerRunner:
         try:
             while True:
                 try:
+                    # Bounded only so no wait is unbounded: the exit is the _STOP mark.
                     msg = self._work.get(timeout=_POLL)
                 except queue.Empty:
                     continue
@@ -260,6 +262,7 @@ class Worker:
         self.runners: list[ConsumerRunner] = []
         self._stop_requested = False
         self._signals = 0
+        self._stop_signal: int | None = None  # set by the first signal, logged by serve()
 
     def start(self) -> None:
         """Declare every consumer and start consuming (all or none)."""
@@ -286,13 +289,18 @@ class Worker:
         """
         status = 0
         while not self._stop_requested:
-            failed = [(r, r.failed) for r in self.runners if r.failed is not None]
+            failed = [(r, exc) for r in self.runners if (exc := r.failed) is not None]
             if failed:
                 for r, exc in failed:
                     log.error("consumer %s stopped by itself: %s", r.spec.name, exc)
                 status = 1
                 break
             time.sleep(_POLL)
+        if self._stop_signal is not None:
+            log.info(
+                "%s: stopping gracefully (send it again to exit at once)",
+                signal.Signals(self._stop_signal).name,
+            )
         self._stop_all()
         return status
 
@@ -300,7 +308,19 @@ class Worker:
         log.info("jetstream worker stopping: no more pulls, finishing the messages in hand")
         for r in self.runners:
             r.begin_stop()
-        while not all(r.stopped() for r in self.runners):
+        # No deadline (messages in hand finish), but a hung handler shows in the log.
+        started = time.monotonic()
+        report_at = started + _REPORT_EVERY
+        while busy := [r.spec.name for r in self.runners if not r.stopped()]:
+            now = time.monotonic()
+            if now >= report_at:
+                log.warning(
+                    "jetstream worker still waiting after %.0f s for consumer(s) %s "
+                    "to finish their messages in hand",
+                    now - started,
+                    ", ".join(busy),
+                )
+                report_at = now + _REPORT_EVERY
             time.sleep(_POLL)
         try:
             get_connection().flush(timeout=5.0)  # the acks are on the server before we exit
@@ -330,11 +350,13 @@ class Worker:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         # Runs in the main thread between two bytecodes: only flags here (the
-        # main thread may hold any lock), except for the immediate exit.
+        # main thread may hold any lock, be inside logging); serve() logs the
+        # first signal. The second logs and exits at once, whatever the log does.
         self._signals += 1
         if self._signals > 1:
-            log.warning("%s again: exiting at once", signal.Signals(signum).name)
-            os._exit(128 + signum)
-        name = signal.Signals(signum).name
-        log.info("%s: stopping gracefully (send it again to exit at once)", name)
+            try:
+                log.warning("%s again: exiting at once", signal.Signals(signum).name)
+            finally:
+                os._exit(128 + signum)
+        self._stop_signal = signum
         self.request_stop()
