@@ -20,19 +20,21 @@ import importlib
 import itertools
 import random
 import time
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from jsclient import errors
 from jsclient.protocol import headers as _headers
 
-__all__ = ["fuzz", "random_stream"]
+__all__ = ["check", "fuzz", "load_twins", "random_stream"]
 
-_WS = b" \t"
+Twins = list[tuple[str, dict[str, ModuleType]]]
 _SUBJECTS = [b"a", b"foo.bar", b"$JS.ACK.S.C.1.2.3.4.5", b"_INBOX.x.1", b"\xff\xfe", b"\xc3(", b">"]
 
 
-def _twins() -> list[tuple[str, dict[str, ModuleType]]]:
+def load_twins() -> Twins:
+    """``(name, {module: twin})`` for the pure twin and, when built, the Cython one."""
     out = [("py", {m: importlib.import_module(f"jsclient.protocol.{m}") for m in _MODS})]
     try:
         out.append(("c", {m: importlib.import_module(f"jsclient._speedups.{m}") for m in _MODS}))
@@ -104,10 +106,16 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
     return bytes(buf)
 
 
+def _stream(rng: random.Random, p_mutate: float) -> tuple[int, bytes]:
+    """``(frame count, bytes)``: one to four frames, mutated with probability ``p_mutate``."""
+    nframes = rng.randrange(1, 5)
+    raw = b"".join(_frame(rng) for _ in range(nframes))
+    return nframes, _mutate(rng, raw) if rng.random() < p_mutate else raw
+
+
 def random_stream(rng: random.Random) -> bytes:
     """A few frames, mutated half of the time."""
-    raw = b"".join(_frame(rng) for _ in range(rng.randrange(1, 5)))
-    return _mutate(rng, raw) if rng.random() < 0.5 else raw
+    return _stream(rng, 0.5)[1]
 
 
 def _parse(parser_mod: ModuleType, chunks: list[bytes], mcl: int, mp: int) -> tuple[Any, ...]:
@@ -137,6 +145,47 @@ class FuzzFailure(AssertionError):
         self.data = data
 
 
+def check(
+    twins: Twins, raw: bytes, splits: list[list[bytes]], mcl: int, mp: int
+) -> tuple[Any, ...]:
+    """Parse ``raw`` whole and cut as each of ``splits`` with every twin's parser.
+
+    Returns the whole outcome (``(frames, error type, message or buffered)``);
+    raises :class:`FuzzFailure` when a parser raises anything but
+    ``ProtocolError``, a split changes the outcome, or the twins disagree."""
+    whole = None
+    for name, mods in twins:
+        try:
+            got = _parse(mods["parser"], [raw], mcl, mp)
+            for chunks in splits:
+                if _parse(mods["parser"], chunks, mcl, mp) != got:
+                    raise FuzzFailure(f"{name} parser: split != whole at {chunks!r}", raw)
+        except FuzzFailure:
+            raise
+        except Exception as exc:
+            raise FuzzFailure(f"{name} parser raised {exc!r}", raw) from exc
+        if whole is None:
+            whole = got
+        elif got != whole:
+            raise FuzzFailure("the twins disagree", raw)
+    assert whole is not None
+    return whole
+
+
+def _agree(twins: Twins, what: str, data: Any, fn: Callable[[dict[str, ModuleType]], Any]) -> None:
+    """``fn(modules)`` must not raise and must give the same for every twin."""
+    seen = None
+    for name, mods in twins:
+        try:
+            got = fn(mods)
+        except Exception as exc:
+            raise FuzzFailure(f"{name} {what} raised {exc!r}", data) from exc
+        if seen is None:
+            seen = got
+        elif got != seen:
+            raise FuzzFailure(f"{what}: the twins disagree", data)
+
+
 def fuzz(frames: int = 100_000, seconds: float = 60.0, seed: int = 1) -> dict[str, Any]:
     """Run until ``frames`` frames went through the parsers or ``seconds`` passed.
 
@@ -144,14 +193,11 @@ def fuzz(frames: int = 100_000, seconds: float = 60.0, seed: int = 1) -> dict[st
     exception other than the typed one, a split changing the outcome, the
     twins disagreeing)."""
     rng = random.Random(seed)
-    twins = _twins()
+    twins = load_twins()
     deadline = time.monotonic() + seconds
     counts = {"frames": 0, "streams": 0, "parse_errors": 0, "feeds": 0, "decoder_inputs": 0}
     while counts["frames"] < frames and time.monotonic() < deadline:
-        nframes = rng.randrange(1, 5)
-        raw = b"".join(_frame(rng) for _ in range(nframes))
-        if rng.random() < 0.6:
-            raw = _mutate(rng, raw)
+        nframes, raw = _stream(rng, 0.6)
         mcl, mp = rng.choice(((4096, 64 << 20), (4096, 300), (32, 1 << 20), (8, 64)))
         if len(raw) <= 160 and rng.random() < 0.25:
             splits = [[raw[:i], raw[i:]] for i in range(len(raw) + 1)]
@@ -159,24 +205,8 @@ def fuzz(frames: int = 100_000, seconds: float = 60.0, seed: int = 1) -> dict[st
             cuts = sorted(rng.randrange(len(raw) + 1) for _ in range(rng.randrange(1, 6)))
             bounds = [0, *cuts, len(raw)]
             splits = [[raw[a:b] for a, b in itertools.pairwise(bounds)]]
-        whole = None
-        for name, mods in twins:
-            try:
-                got = _parse(mods["parser"], [raw], mcl, mp)
-                for chunks in splits:
-                    counts["feeds"] += len(chunks)
-                    split_got = _parse(mods["parser"], chunks, mcl, mp)
-                    if split_got != got:
-                        raise FuzzFailure(f"{name} parser: split != whole at {chunks!r}", raw)
-            except FuzzFailure:
-                raise
-            except Exception as exc:
-                raise FuzzFailure(f"{name} parser raised {exc!r}", raw) from exc
-            if whole is None:
-                whole = got
-            elif got != whole:
-                raise FuzzFailure("the twins disagree", raw)
-        assert whole is not None
+        whole = check(twins, raw, splits, mcl, mp)
+        counts["feeds"] += len(twins) * sum(len(chunks) for chunks in splits)
         counts["parse_errors"] += whole[1] is not None
         counts["frames"] += nframes
         counts["streams"] += 1
@@ -188,7 +218,7 @@ def fuzz(frames: int = 100_000, seconds: float = 60.0, seed: int = 1) -> dict[st
     return counts
 
 
-def _decoders(twins: list[tuple[str, dict[str, ModuleType]]], block: bytes, counts: Any) -> None:
+def _decoders(twins: Twins, block: bytes, counts: Any) -> None:
     counts["decoder_inputs"] += 1
     try:
         _headers.decode(block)
@@ -196,16 +226,12 @@ def _decoders(twins: list[tuple[str, dict[str, ModuleType]]], block: bytes, coun
         pass
     except Exception as exc:
         raise FuzzFailure(f"headers.decode raised {exc!r}", block) from exc
-    seen = None
-    for name, mods in twins:
-        try:
-            got = (_outcome(mods["status"].status_of, block), _js_headers(mods, block))
-        except Exception as exc:
-            raise FuzzFailure(f"{name} status decoders raised {exc!r}", block) from exc
-        if seen is None:
-            seen = got
-        elif got != seen:
-            raise FuzzFailure("status decoders: the twins disagree", block)
+    _agree(
+        twins,
+        "status decoders",
+        block,
+        lambda mods: (_outcome(mods["status"].status_of, block), _js_headers(mods, block)),
+    )
 
 
 def _js_headers(mods: dict[str, ModuleType], block: bytes) -> tuple[Any, ...]:
@@ -214,27 +240,21 @@ def _js_headers(mods: dict[str, ModuleType], block: bytes) -> tuple[Any, ...]:
     return _outcome(mods["status"].js_headers, block)
 
 
-def _ack_inputs(
-    rng: random.Random, twins: list[tuple[str, dict[str, ModuleType]]], counts: Any
-) -> None:
+def _ack_inputs(rng: random.Random, twins: Twins, counts: Any) -> None:
     toks = ["$JS", "ACK"] + (["_", "acc"] if rng.random() < 0.5 else [])
     toks += ["S", "C"] + [str(rng.choice((1, 0, 2**64 - 1, 2**64, 10**20))) for _ in range(5)]
     reply = ".".join(toks)
     raw = _mutate(rng, reply.encode()).decode("utf-8", "surrogateescape")
     ack = b'{"stream":"S","seq":%d}' % rng.randrange(2**64 + 5)
     mutated_ack = _mutate(rng, ack)
-    seen = None
-    for name, mods in twins:
-        try:
-            got = (
-                _outcome(mods["jsack"].parse_jsack, raw),
-                _outcome(mods["jsack"].pub_ack_fields, mutated_ack),
-                _outcome(mods["jsack"].pub_ack_fields, ack),
-            )
-        except Exception as exc:
-            raise FuzzFailure(f"{name} ack decoders raised {exc!r}", (raw, mutated_ack)) from exc
-        if seen is None:
-            seen = got
-        elif got != seen:
-            raise FuzzFailure("ack decoders: the twins disagree", (raw, mutated_ack))
+    _agree(
+        twins,
+        "ack decoders",
+        (raw, mutated_ack),
+        lambda mods: (
+            _outcome(mods["jsack"].parse_jsack, raw),
+            _outcome(mods["jsack"].pub_ack_fields, mutated_ack),
+            _outcome(mods["jsack"].pub_ack_fields, ack),
+        ),
+    )
     counts["decoder_inputs"] += 3

@@ -24,6 +24,7 @@ bounded in count and in time.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import functools
 import os
 import threading
@@ -34,6 +35,7 @@ from typing import Any
 
 import jsclient
 from jsclient import errors
+from jsclient.bench.result import peak_rss
 from jsclient.client import Client
 from jsclient.jetstream.context import JetStream
 from jsclient.jetstream.publisher import Flight, Publisher, PublisherListener, RetryConfig
@@ -61,14 +63,13 @@ PROBE = "rel.probe"
 
 
 def rss_bytes() -> int:
-    """This process's resident set size (Linux ``/proc``; else the peak from getrusage)."""
+    """This process's current resident set size (Linux ``/proc``; elsewhere the
+    peak, :func:`jsclient.bench.result.peak_rss`, or 0 where even that is unknown)."""
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        import resource
-
-        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+        return peak_rss() or 0
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -116,7 +117,7 @@ def _retry(call: Callable[[], Any], timeout: float) -> Any:
             time.sleep(0.1)
 
 
-def stream_counts(js: JetStream, stream: str, expect: int, timeout: float = 60.0) -> Counter[int]:
+def stream_counts(js: JetStream, stream: str, timeout: float = 60.0) -> Counter[int]:
     """How often each integer payload is stored in ``stream`` (probe payloads skipped).
 
     Read with an ordered consumer until the stream's last sequence is reached."""
@@ -139,18 +140,45 @@ def stream_counts(js: JetStream, stream: str, expect: int, timeout: float = 60.0
     return counts
 
 
-def _reached(progress: list[int], mark: int) -> Callable[[], bool]:
-    return lambda: progress[0] >= mark
-
-
-def _len_reached(seen: list[int], mark: int) -> Callable[[], bool]:
-    return lambda: len(seen) >= mark
-
-
 def _leader(cluster: NatsCluster, js: JetStream) -> int:
     """The index of the stream REL's leader (-1 while there is none)."""
     info = js.stream("REL").info().cluster
     return cluster.index_of(info.leader if info is not None else None)
+
+
+def _start_killer(
+    srv: NatsServer,
+    marks: list[int],
+    done: Callable[[], int],
+    down: float,
+    deadline: float,
+    figs: Figures,
+) -> threading.Thread:
+    """A thread that SIGKILLs ``srv`` each time ``done()`` reaches the next of
+    ``marks``, restarting it ``down`` seconds later (``figs["kills"]`` counts)."""
+
+    def killer() -> None:
+        for mark in marks:  # each lambda is waited on within its own iteration
+            if not _wait(lambda: done() >= mark, deadline - time.monotonic()):  # noqa: B023
+                return
+            srv.kill()
+            figs["kills"] += 1
+            time.sleep(down)
+            srv.start()
+
+    t = threading.Thread(target=killer, name="rel-killer", daemon=True)
+    t.start()
+    return t
+
+
+def _check_consumed(figs: Figures, seen: list[int], n: int, cons: Any) -> None:
+    """Record consumed / distinct / redelivered; every one of ``n`` seen, all acked."""
+    distinct = len(set(seen))
+    figs.update(consumed=len(seen), distinct=distinct, redelivered=len(seen) - distinct)
+    if distinct != n:
+        figs["problems"].append(f"consumed {distinct} of {n} distinct messages")
+    if not _settled(cons):
+        figs["problems"].append("messages left unacked at the end")
 
 
 def _check_stored(figs: Figures, acked: set[int], counts: Counter[int], dups_ok: bool) -> None:
@@ -218,24 +246,13 @@ def kill9_publish(
             acked: set[int] = set()
             progress = [0]
             at = [n * (k + 1) // (kills + 1) for k in range(kills)]
-
-            def killer() -> None:
-                for mark in at:
-                    if not _wait(_reached(progress, mark), deadline - time.monotonic()):
-                        return
-                    srv.kill()
-                    figs["kills"] += 1
-                    time.sleep(down)
-                    srv.start()
-
-            t = threading.Thread(target=killer, name="rel-killer", daemon=True)
-            t.start()
+            t = _start_killer(srv, at, lambda: progress[0], down, deadline, figs)
             if mode == "publisher":
                 _publisher_run(js, n, acked, progress, deadline, figs)
             else:
                 _publish_async_run(js, n, acked, progress, deadline, figs)
             t.join(max(0.1, deadline - time.monotonic()))
-            counts = stream_counts(js, "REL", n)
+            counts = stream_counts(js, "REL")
             # publish_async does not retry: an unacked message may be missing,
             # or (its bytes re-sent after the reconnect) stored twice.
             _check_stored(figs, acked, counts, dups_ok=mode != "publisher")
@@ -312,20 +329,8 @@ def kill9_consume(
                 js.publish_async(SUBJECT, b"%d" % i)
             js.publish_async_complete(timeout=60)
             seen: list[int] = []
-            lock = threading.Lock()
-
-            def killer() -> None:
-                for k in range(kills):
-                    mark = n * (k + 1) // (kills + 1)
-                    if not _wait(_len_reached(seen, mark), deadline - time.monotonic()):
-                        return
-                    srv.kill()
-                    figs["kills"] += 1
-                    time.sleep(down)
-                    srv.start()
-
-            t = threading.Thread(target=killer, name="rel-killer", daemon=True)
-            t.start()
+            at = [n * (k + 1) // (kills + 1) for k in range(kills)]
+            t = _start_killer(srv, at, lambda: len(seen), down, deadline, figs)
             if mode == "ordered":
                 _ordered_run(js, n, seen, deadline, figs)
             elif mode == "pull_subscribe":
@@ -338,7 +343,7 @@ def kill9_consume(
                 _fetch_loop_run(psub, n, seen, deadline, figs)
             else:
                 cons = js.create_consumer("REL", durable_name="D", ack_wait=2.0, max_ack_pending=-1)
-                _acking_run(js, cons, mode, n, seen, lock, deadline, figs)
+                _acking_run(cons, mode, n, seen, deadline, figs)
             t.join(max(0.1, deadline - time.monotonic()))
         finally:
             nc.close()
@@ -346,16 +351,10 @@ def kill9_consume(
 
 
 def _acking_run(
-    js: JetStream,
-    cons: Any,
-    mode: str,
-    n: int,
-    seen: list[int],
-    lock: threading.Lock,
-    deadline: float,
-    figs: Figures,
+    cons: Any, mode: str, n: int, seen: list[int], deadline: float, figs: Figures
 ) -> None:
     distinct: set[int] = set()
+    lock = threading.Lock()
 
     def handle(msg: Msg) -> None:
         with lock:
@@ -379,12 +378,7 @@ def _acking_run(
                     handle(it.next(timeout=0.5))
                 except errors.Error:
                     continue  # a missed heartbeat or a timeout while the server is down
-    distinct = set(seen)
-    figs.update(consumed=len(seen), distinct=len(distinct), redelivered=len(seen) - len(distinct))
-    if len(distinct) != n:
-        figs["problems"].append(f"consumed {len(distinct)} of {n} distinct messages")
-    if not _settled(cons):
-        figs["problems"].append("messages left unacked at the end")
+    _check_consumed(figs, seen, n, cons)
 
 
 def _fetch_loop_run(psub: Any, n: int, seen: list[int], deadline: float, figs: Figures) -> None:
@@ -401,11 +395,7 @@ def _fetch_loop_run(psub: Any, n: int, seen: list[int], deadline: float, figs: F
             seen.append(int(msg.data))
             distinct.add(seen[-1])
             msg.ack()
-    figs.update(consumed=len(seen), distinct=len(distinct), redelivered=len(seen) - len(distinct))
-    if len(distinct) != n:
-        figs["problems"].append(f"consumed {len(distinct)} of {n} distinct messages")
-    if not _settled(psub):
-        figs["problems"].append("messages left unacked at the end")
+    _check_consumed(figs, seen, n, psub)
 
 
 def _settled(cons: Any) -> bool:
@@ -520,7 +510,7 @@ def cluster_publish(fault: str, n: int = 30_000, timeout: float = 120.0) -> Figu
             probe.close()
         _restore(cluster, victim, fault)
         acked = {i for i, f in enumerate(futs) if f.done() and f.exception() is None}
-        counts = stream_counts(js, "REL", n)
+        counts = stream_counts(js, "REL")
         _check_stored(figs, acked, counts, dups_ok=False)
         gap = _gap_after(clock.times, t_fault)
         figs.update(failed=len(clock.failures), retries=dict(clock.retries))
@@ -567,13 +557,12 @@ def cluster_consume(fault: str, n: int = 20_000, timeout: float = 120.0) -> Figu
         seen: list[int] = []
         times: list[float] = []
         lock = threading.Lock()
-
-        got: set[int] = set()
+        distinct: set[int] = set()
 
         def handle(msg: Msg) -> None:
             with lock:
                 seen.append(int(msg.data))
-                got.add(seen[-1])
+                distinct.add(seen[-1])
                 times.append(time.monotonic())
             msg.ack()
 
@@ -581,19 +570,13 @@ def cluster_consume(fault: str, n: int = 20_000, timeout: float = 120.0) -> Figu
         try:
             _wait(lambda: len(seen) >= n // 3, deadline - time.monotonic(), 0.005)
             t_fault = _inject(cluster, nc, fault, victim)
-            _wait(lambda: len(got) >= n, deadline - time.monotonic(), 0.02)
+            _wait(lambda: len(distinct) >= n, deadline - time.monotonic(), 0.02)
             _restore(cluster, victim, fault)
             _wait(lambda: _settled(cons), max(0.1, deadline - time.monotonic()), 0.1)
         finally:
             cc.stop()
-        distinct = set(seen)
-        figs.update(consumed=len(seen), distinct=len(distinct))
-        figs["redelivered"] = len(seen) - len(distinct)
+        _check_consumed(figs, seen, n, cons)
         figs.update(_resume_figures(t_fault, _gap_after(times, t_fault), None))
-        if len(distinct) != n:
-            figs["problems"].append(f"consumed {len(distinct)} of {n} distinct messages")
-        if not _settled(cons):
-            figs["problems"].append("messages left unacked at the end")
     return figs
 
 
@@ -807,9 +790,9 @@ def thread_stress(
                 figs["problems"].append(f"{len(pub_errors)} publishes failed: {pub_errors[:3]}")
             if len(got) != n or len(distinct) != n:
                 figs["problems"].append(f"consumed {len(got)} ({len(distinct)} distinct) of {n}")
-            info = js.consumer("STRESS", "D").info()
-            if not _wait(lambda: _settled(js.consumer("STRESS", "D")), 10, 0.05):
-                figs["problems"].append(f"unacked at the end: {info.num_ack_pending}")
+            cons = js.consumer("STRESS", "D")
+            if not _wait(lambda: _settled(cons), 10, 0.05):
+                figs["problems"].append(f"unacked at the end: {cons.info().num_ack_pending}")
         finally:
             nc.close()
     return figs
@@ -859,7 +842,7 @@ def run(
     """Run the scenarios one after another and print one line of figures each."""
     results: list[Figures] = []
     for name, fn in scenarios(quick):
-        if only and name not in only:
+        if only and not any(fnmatch.fnmatchcase(name, pat) for pat in only):
             continue
         t0 = time.monotonic()
         try:
