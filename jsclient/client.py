@@ -323,7 +323,8 @@ class Client:
         Every ack subject is unique, so it bypasses the subject cache (it
         would only churn it); the server made it, so it is not re-validated.
         """
-        if not self._conn.queued(self._wq.ack(subject, body)):
+        rc = self._wq.ack(subject, body)
+        if rc != _QUEUED and not self._conn.queued(rc):  # the common case needs no call
             self._conn.send_counted(
                 b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body)
             )

@@ -524,12 +524,14 @@ class Connection:
 
     def send(self, data: bytes) -> None:
         """Queue bytes for the socket (any thread). Raises when closed or the buffer is full."""
-        if not self.queued(self._wq.push(data)):
+        rc = self._wq.push(data)
+        if rc != _QUEUED and not self.queued(rc):
             self._send_slow(data, 0, 0)
 
     def send_counted(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
         """``send`` for ``msgs`` publishes: also counts out_msgs/out_bytes."""
-        if not self.queued(self._wq.push(data, payload_len, msgs)):
+        rc = self._wq.push(data, payload_len, msgs)
+        if rc != _QUEUED and not self.queued(rc):  # the common case needs no call
             self._send_slow(data, payload_len, msgs)
 
     def _send_slow(self, data: bytes, payload_len: int, msgs: int) -> None:
