@@ -1,25 +1,33 @@
-"""A ``concurrent.futures.Future`` that creates its Condition only when someone waits.
+"""A ``concurrent.futures.Future`` whose standard state is made only when something needs it.
 
-``publish_async`` makes one future per message, and the stock ``Future``
-allocates a ``Condition`` and an ``RLock`` for each. Most of these futures are
-never waited on one by one: they are completed by the reader thread and read
-after ``publish_async_complete()``. So here the condition is made lazily, the
-first time a caller needs it (``result()``, ``exception()``, ``wait()``,
-``as_completed()``, ``add_done_callback()``).
+``publish_async`` makes one future per message. A stock ``Future`` allocates
+a ``Condition`` (and its ``RLock``) when it is made and takes it when it is
+completed: about 3 µs per message, more than the rest of a publish. Most of
+these futures are never waited on one by one: they complete on a library
+thread and are read after ``publish_async_complete()``.
 
-Why completing without the condition is safe: ``_complete`` stores the
-outcome and sets ``_state`` before it looks for a condition. A waiter creates
-the condition first and checks ``_state`` while holding it. So either the
-completer sees the condition and notifies it, or the waiter sees FINISHED.
-Creating the condition is serialised by one module lock, because two waiters
-may race to create it. Completing is claimed under another module lock (held
-for a few assignments, never across a callback), so exactly one of two racing
-completers wins.
+So a :class:`LazyFuture` keeps its outcome in fields of its own and does not
+call ``Future.__init__`` until it must. It uses no private part of
+``concurrent.futures``: its own methods implement the public ``Future`` API,
+and the first time anything else reads an attribute it does not have (the
+helpers ``concurrent.futures.wait()`` and ``as_completed()``, or a ``Future``
+method it does not override, read the stock future's private state, whatever
+it is called), ``__getattr__`` runs ``Future.__init__`` and replays the
+outcome through the public ``set_result``/``set_exception``. From then on the
+stock machinery does the work. A new Python that renames the stock state
+changes nothing here.
 
-Done callbacks need no condition either: each callback is *claimed* by
-removing it from ``_done_callbacks`` (a single atomic list operation), by the
-completer (``pop``) or by an ``add_done_callback`` that sees the future
-finished after appending (``remove``), so each runs exactly once.
+Done callbacks run on ``runner`` (given at construction; the client's
+user-callback thread) when the future completes on a library thread, never
+on the thread that completed it, which may be the socket reader. A callback
+added to a future that is already done runs at once in the adding thread, as
+with a stock future.
+
+Completing and making the stock state are claimed under one module lock, held
+for a few assignments (and, when the stock state is made of a done future,
+for its ``set_result``, which has nothing to wake yet), never across a
+callback; so exactly one of two racing completers wins, and a waiter that
+makes the stock state either sees the outcome or is woken by it.
 """
 
 from __future__ import annotations
@@ -27,143 +35,110 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures._base import FINISHED, PENDING
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-F = TypeVar("F", bound="LightFuture[Any]")
+F = TypeVar("F", bound="LazyFuture[Any]")
+Runner = Callable[..., None]
 
-_create_lock = threading.Lock()
-_claim_lock = threading.Lock()
+_lock = threading.Lock()
 _log = logging.getLogger("concurrent.futures")
 
 
-class LightFuture(Future[T]):
-    """A Future whose Condition is allocated on first wait."""
+def _call(fn: Callable[[Any], object], fut: Any) -> None:
+    try:
+        fn(fut)
+    except Exception:
+        _log.exception("exception calling callback for %r", fut)
 
-    def __init__(self) -> None:  # deliberately not calling Future.__init__
-        self._state = PENDING
-        self._result: Any = None
-        self._exception: BaseException | None = None
-        self._w: list[Any] | None = None  # waiters of wait()/as_completed(), made on demand
-        self._cbs: list[Any] | None = None  # done callbacks, made on demand
-        self._cond: threading.Condition | None = None
 
-    # Future's own methods (and concurrent.futures.wait) use these two lists;
-    # most futures never need them, so they are made on first use: two fewer
-    # allocations (and objects for the garbage collector) per future.
-    @property
-    def _waiters(self) -> list[Any]:  # type: ignore[override]
-        w = self._w
-        if w is None:
-            with _create_lock:
-                w = self._w
-                if w is None:
-                    w = self._w = []
-        return w
+class LazyFuture(Future[T]):
+    """A Future whose stock state is made on first need; see the module docstring.
 
-    @property
-    def _done_callbacks(self) -> list[Any]:
-        cbs = self._cbs
-        if cbs is None:
-            with _create_lock:
-                cbs = self._cbs
-                if cbs is None:
-                    cbs = self._cbs = []
-        return cbs
+    It cannot be cancelled: its outcome is the library's to decide (a
+    cancelled publish would leak its place in the window).
+    """
 
-    @property
-    def _condition(self) -> threading.Condition:  # type: ignore[override]
-        cond = self._cond
-        if cond is None:
-            with _create_lock:
-                cond = self._cond
-                if cond is None:
-                    cond = self._cond = threading.Condition()
-        return cond
+    __slots__ = ("_lz_cbs", "_lz_done", "_lz_exc", "_lz_real", "_lz_runner", "_lz_value")
 
-    def _complete(self, result: Any, exc: BaseException | None) -> bool:
-        """Finish the future; False if it was already finished."""
-        # The claim is one short critical section on a module lock, so that two
-        # completers racing (a reply and a timeout, say) cannot both win.
-        with _claim_lock:
-            if self._state == FINISHED:
+    def __init__(self, runner: Runner | None = None) -> None:  # no Future.__init__: lazy
+        self._lz_done = False
+        self._lz_value: Any = None
+        self._lz_exc: BaseException | None = None
+        self._lz_cbs: list[Callable[[Any], object]] | None = None
+        self._lz_real = False
+        self._lz_runner = runner
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for an attribute this object lacks: the stock state.
+        if name.startswith("_lz_") or name.startswith("__") or self._lz_real:
+            raise AttributeError(name)
+        self._make_real()
+        return object.__getattribute__(self, name)
+
+    def _make_real(self) -> None:
+        with _lock:
+            if self._lz_real:
+                return
+            Future.__init__(self)
+            self._lz_real = True
+            if self._lz_done:
+                if self._lz_exc is None:
+                    Future.set_result(self, self._lz_value)
+                else:
+                    Future.set_exception(self, self._lz_exc)
+
+    # -- completing --------------------------------------------------------
+
+    def _complete(self, value: Any, exc: BaseException | None) -> bool:
+        """Finish the future; False if it was finished already."""
+        with _lock:
+            if self._lz_done:
                 return False
-            self._result = result
-            self._exception = exc
-            self._state = FINISHED
-        cond = self._cond  # read after FINISHED was set: see the module docstring
-        if cond is not None:
-            with cond:
-                self._notify(cond)
-        self._run_callbacks()
+            self._lz_done = True
+            self._lz_value = value
+            self._lz_exc = exc
+            real = self._lz_real
+            cbs = self._lz_cbs
+            self._lz_cbs = None
+        if real:  # waiters of the stock state, and callbacks added since it was made
+            if exc is None:
+                Future.set_result(self, value)
+            else:
+                Future.set_exception(self, exc)
+        if cbs:
+            self._run(cbs)
         return True
 
     @staticmethod
     def complete_all(futures: list[F]) -> list[F]:
         """Complete every pending future of ``futures`` with a None result, claiming
         them all in one critical section; returns the ones this call completed."""
-        claimed = []
-        with _claim_lock:
+        claimed: list[F] = []
+        cbs: list[tuple[F, list[Callable[[Any], object]]]] = []
+        with _lock:
             for f in futures:
-                if f._state != FINISHED:
-                    f._state = FINISHED
+                if not f._lz_done:
+                    f._lz_done = True
                     claimed.append(f)
+                    if f._lz_cbs:
+                        cbs.append((f, f._lz_cbs))
+                        f._lz_cbs = None
         for f in claimed:
-            cond = f._cond
-            if cond is not None:
-                with cond:
-                    f._notify(cond)
-            if f._cbs:
-                f._run_callbacks()
+            if f._lz_real:
+                Future.set_result(f, None)
+        for f, fns in cbs:
+            f._run(fns)
         return claimed
 
-    def _notify(self, cond: threading.Condition) -> None:
-        for waiter in self._w or ():
-            if self._exception is None:
-                waiter.add_result(self)
+    def _run(self, cbs: list[Callable[[Any], object]]) -> None:
+        run = self._lz_runner
+        for fn in cbs:
+            if run is None:
+                _call(fn, self)
             else:
-                waiter.add_exception(self)
-        cond.notify_all()
-
-    def _run_callbacks(self) -> None:
-        callbacks = self._cbs  # None: nobody added one before FINISHED was set
-        while callbacks:
-            try:
-                fn = callbacks.pop(0)
-            except IndexError:
-                return
-            try:
-                fn(self)
-            except Exception:
-                _log.exception("exception calling callback for %r", self)
-
-    def add_done_callback(self, fn: Callable[[Future[T]], object]) -> None:
-        if self._state != FINISHED:
-            self._done_callbacks.append(fn)
-            if self._state != FINISHED:
-                return
-            try:
-                self._done_callbacks.remove(fn)  # claim it back from the completer
-            except ValueError:
-                return  # the completer claimed it and runs it
-        try:
-            fn(self)
-        except Exception:
-            _log.exception("exception calling callback for %r", self)
-
-    def set_result(self, result: T) -> None:
-        if not self._complete(result, None):
-            from concurrent.futures import InvalidStateError
-
-            raise InvalidStateError(f"{self._state}: {self!r}")
-
-    def set_exception(self, exception: BaseException | None) -> None:
-        if not self._complete(None, exception):
-            from concurrent.futures import InvalidStateError
-
-            raise InvalidStateError(f"{self._state}: {self!r}")
+                run(_call, fn, self)
 
     def try_set_result(self, result: T | None) -> bool:
         """Complete with a result unless already done; True if this call completed it."""
@@ -173,18 +148,71 @@ class LightFuture(Future[T]):
         """Complete with an error unless already done; True if this call completed it."""
         return self._complete(None, exc)
 
+    def set_result(self, result: T) -> None:
+        if not self._complete(result, None):
+            raise InvalidStateError(f"already finished: {self!r}")
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        if not self._complete(None, exception):
+            raise InvalidStateError(f"already finished: {self!r}")
+
+    # -- the public Future API -------------------------------------------------
+
     def done(self) -> bool:
-        return self._state == FINISHED or super().done()
+        return self._lz_done
+
+    def cancel(self) -> bool:
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def running(self) -> bool:
+        return False
+
+    def set_running_or_notify_cancel(self) -> bool:
+        if self._lz_done:
+            raise RuntimeError("future already finished")
+        return True
 
     def result(self, timeout: float | None = None) -> T:
-        if self._state == FINISHED:
-            if self._exception is not None:
-                raise self._exception
-            value: T = self._result
+        if self._lz_done:
+            if self._lz_exc is not None:
+                raise self._lz_exc
+            value: T = self._lz_value
             return value
-        return super().result(timeout)
+        self._make_real()
+        return Future.result(self, timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        if self._state == FINISHED:
-            return self._exception
-        return super().exception(timeout)
+        if self._lz_done:
+            return self._lz_exc
+        self._make_real()
+        return Future.exception(self, timeout)
+
+    def add_done_callback(self, fn: Callable[[Future[T]], object]) -> None:
+        with _lock:
+            if not self._lz_done:
+                if not self._lz_real:
+                    if self._lz_cbs is None:
+                        self._lz_cbs = []
+                    self._lz_cbs.append(fn)
+                    return
+                real_pending = True
+            else:
+                real_pending = False
+        if real_pending:
+            run = self._lz_runner
+            if run is None:
+                Future.add_done_callback(self, fn)
+            else:
+                Future.add_done_callback(self, lambda f: run(_call, fn, f))
+            return
+        _call(fn, self)
+
+    def __repr__(self) -> str:
+        if not self._lz_done:
+            return f"<{type(self).__name__} at {id(self):#x} state=pending>"
+        if self._lz_exc is not None:
+            return f"<{type(self).__name__} at {id(self):#x} state=finished raised {self._lz_exc!r}>"
+        return f"<{type(self).__name__} at {id(self):#x} state=finished returned {self._lz_value!r}>"

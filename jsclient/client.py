@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 else:
     SubState = _impl.delivery.SubState
 
-_route = _impl.delivery.route
+Reply = _impl.delivery.Reply
 _QUEUED = _impl.writer.QUEUED
 _TOO_BIG = _impl.writer.TOO_BIG
 _UNKNOWN_SUBJECT = _impl.writer.UNKNOWN_SUBJECT
@@ -52,36 +52,6 @@ class _InternalSub(SubState):
         super().__init__(sid, 1 << 62, 1 << 62, 0, handler)
         self.subject = subject
         self.queue = None
-
-
-class _Reply:
-    """A request waiting for its response: a pre-acquired lock released when it is settled.
-
-    ``deliver`` (the reply, or None when the connection closed) sets ``done``;
-    ``wake`` with ``lead`` set hands the waiting thread the reading role (see
-    Connection.await_reply). Either may find the lock released already (a
-    leader's own routing delivers to it), so a second release is ignored.
-    """
-
-    __slots__ = ("done", "lead", "lock", "msg")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.lock.acquire()
-        self.msg: Msg | None = None
-        self.done = False
-        self.lead = False
-
-    def deliver(self, msg: Msg | None) -> None:
-        self.msg = msg
-        self.done = True
-        self.wake()
-
-    def wake(self) -> None:
-        try:
-            self.lock.release()
-        except RuntimeError:
-            pass  # released already
 
 
 class _Waiter(Protocol):
@@ -121,14 +91,18 @@ class Client:
         self._subs: dict[int, Any] = {}
         self._sid = itertools.count(1)
         self._subject_cache: dict[str, bytes] = {}
-        self._in_msgs = 0
-        self._in_bytes = 0
         self._listeners: list[Callable[[str], None]] = []
-        self._callbacks = CallbackRunner("jsclient-callbacks")
-        self._timers = Scheduler("jsclient-timers")
-        self._conn = Connection(self, opts)
-        self._wq = self._conn._wq  # the write queue, for the publish and ack fast paths
+        # First: it checks the options (server URLs), before any thread exists.
+        self._conn = Connection(self, opts, self._subs, Msg)
+        self._w = self._conn.writer
+        self._wq = self._w.wq  # the write queue, for the publish and ack fast paths
         self._wq.subjects = self._subject_cache
+        # User callbacks (error_cb, disconnected_cb, ..., future done-callbacks)
+        # and the library's own connection listeners run on separate threads,
+        # so a slow user callback never delays a re-pull or an ordered reset.
+        self._callbacks = CallbackRunner("jsclient-callbacks")
+        self._events = CallbackRunner("jsclient-events")
+        self._timers = Scheduler("jsclient-timers")
         self._ping_timer: TimerHandle | None = None
         # request/reply mux
         from nats.nuid import NUID
@@ -149,8 +123,7 @@ class Client:
             self._conn.connect()
         except BaseException:
             _fork.forget(self)
-            self._timers.stop()
-            self._callbacks.stop()
+            self._stop_threads()
             raise
         self._schedule_ping()
 
@@ -220,18 +193,18 @@ class Client:
 
     @property
     def servers(self) -> list[str]:
-        return [s.url for s in self._conn._pool]
+        return [s.url for s in self._conn.pool]
 
     @property
     def discovered_servers(self) -> list[str]:
-        return [s.url for s in self._conn._pool if s.discovered]
+        return [s.url for s in self._conn.pool if s.discovered]
 
     @property
     def stats(self) -> dict[str, int]:
         return {
-            "in_msgs": self._in_msgs,
+            "in_msgs": int(self._conn.rs.in_msgs),
             "out_msgs": self._conn.out_msgs,
-            "in_bytes": self._in_bytes,
+            "in_bytes": int(self._conn.rs.in_bytes),
             "out_bytes": self._conn.out_bytes,
             "reconnects": self._conn.reconnects,
         }
@@ -274,7 +247,7 @@ class Client:
             # The hot path: one call looks the subject up in the (shared) subject
             # cache, encodes, checks and queues the frame.
             rc = self._wq.pub_str(subject, payload)
-            if rc != _QUEUED and not self._conn.queued(rc):
+            if rc != _QUEUED and not self._w.queued(rc):
                 self._publish_slow(subject, payload, rc)
             return
         subj = self._subject_cache.get(subject)
@@ -297,7 +270,7 @@ class Client:
             if plen > conn.max_payload:
                 raise self._too_big(plen)
             data = commands.pub(subj, rep, payload)
-        conn.send_counted(data, plen)
+        self._w.send(data, plen, 1)
 
     def _publish_slow(self, subject: str, payload: bytes, rc: int) -> None:
         """``publish`` without reply or headers, when the fast path declined."""
@@ -305,12 +278,12 @@ class Client:
         subj = self._subject_bytes(subject)
         if rc == _UNKNOWN_SUBJECT:
             rc = self._wq.pub(subj, payload, conn.max_payload)
-            if conn.queued(rc):
+            if self._w.queued(rc):
                 return
         if rc == _TOO_BIG:
             raise self._too_big(len(payload))
         data = payload if type(payload) is bytes else memoryview(payload).tobytes()
-        conn.send_counted(b"PUB %s %d\r\n%s\r\n" % (subj, len(data), data), len(data))
+        self._w.send(b"PUB %s %d\r\n%s\r\n" % (subj, len(data), data), len(data), 1)
 
     def _too_big(self, size: int) -> errors.MaxPayloadError:
         return errors.MaxPayloadError(
@@ -324,14 +297,14 @@ class Client:
         would only churn it); the server made it, so it is not re-validated.
         """
         rc = self._wq.ack(subject, body)
-        if rc != _QUEUED and not self._conn.queued(rc):  # the common case needs no call
-            self._conn.send_counted(
-                b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body)
+        if rc != _QUEUED and not self._w.queued(rc):  # the common case needs no call
+            self._w.send(
+                b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body), 1
             )
 
     def _publish_raw(self, data: bytes, payload_len: int) -> None:
         """Send an already encoded PUB/HPUB (JetStream fast paths)."""
-        self._conn.send_counted(data, payload_len)
+        self._w.send(data, payload_len, 1)
 
     def flush(self, timeout: float | None = 2.0) -> None:
         """Round trip to the server: everything published before has been processed."""
@@ -398,7 +371,7 @@ class Client:
         cmd = commands.sub(subject, queue, sid)
         if max_msgs > 0:
             cmd += commands.unsub(sid, max_msgs)
-        self._conn.send(cmd)
+        self._w.send(cmd)
         return sub
 
     def _subscribe_internal(self, subject: str, handler: Callable[[Msg], None]) -> int:
@@ -406,7 +379,7 @@ class Client:
         self._check_open()
         sid = next(self._sid)
         self._subs[sid] = _InternalSub(sid, subject, handler)
-        self._conn.send(commands.sub(subject, None, sid))
+        self._w.send_nowait(commands.sub(subject, None, sid))
         return sid
 
     def _move_subscription(self, sub: Any, subject: str) -> None:
@@ -420,19 +393,20 @@ class Client:
         sid: int = sub.sid
         registered = self._subs.get(sid) is sub
         if registered and not self.is_closed:
-            self._conn.send(commands.unsub(sid) + commands.sub(subject, sub.queue, sid))
+            self._w.send_nowait(commands.unsub(sid) + commands.sub(subject, sub.queue, sid))
 
     def _unsubscribe_internal(self, sid: int) -> None:
         if self._subs.pop(sid, None) is not None and not self.is_closed:
             try:
-                self._conn.send(commands.unsub(sid))
+                # Any thread (a finalizer, the timer thread): never waits for room.
+                self._w.send_nowait(commands.unsub(sid))
             except errors.Error:
                 pass
 
     def _send_unsub(self, sid: int, max_msgs: int) -> None:
         if self.is_closed:
             raise errors.ConnectionClosedError()
-        self._conn.send(commands.unsub(sid, max_msgs))
+        self._w.send_nowait(commands.unsub(sid, max_msgs))
 
     def _remove_sub(self, sid: int) -> None:
         self._subs.pop(sid, None)
@@ -492,11 +466,17 @@ class Client:
         TimeoutError when no reply comes within ``timeout``.
         """
         # No fork check of its own: a forked connection refuses the write below.
-        waiter = _Reply()
+        waiter = Reply()
         hdr = _headers.encode(headers) if headers else None
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         token = self._send_request(subject, payload, hdr, waiter, inline=True)
-        if not self._conn.await_reply(waiter, deadline):
+        try:
+            got = self._conn.await_reply(waiter, deadline)
+        except BaseException:
+            # Interrupted (KeyboardInterrupt...): a late reply finds no waiter.
+            self._resp_map.pop(token, None)
+            raise
+        if not got:
             self._resp_map.pop(token, None)
             if self.is_closed:
                 # close() may not have reached this waiter yet (a thread that was
@@ -520,8 +500,14 @@ class Client:
         hdr: bytes | None,
         waiter: _Waiter,
         inline: bool = False,
+        nowait: bool = False,
     ) -> str:
-        """Register ``waiter`` under a fresh token and publish with the muxed reply subject."""
+        """Register ``waiter`` under a fresh token and publish with the muxed reply subject.
+
+        ``inline``: written from this thread when no other thread writes (the
+        caller waits for the reply next); ``nowait``: never waits for room in
+        the write queue (library threads, such as the timer thread's retries).
+        """
         self._ensure_resp_sub()
         token = str(next(self._resp_tokens))
         subj = self._subject_cache.get(subject)
@@ -530,7 +516,7 @@ class Client:
         reply = self._resp_prefix_b + token.encode()
         plen = len(payload)
         conn = self._conn
-        max_payload = conn._wq.max_payload
+        max_payload = self._wq.max_payload
         if hdr is None:
             if plen > max_payload:
                 raise self._too_big(plen)
@@ -540,8 +526,14 @@ class Client:
                 raise self._too_big(len(hdr) + plen)
             data = commands.hpub(subj, reply, hdr, payload)
         self._resp_map[token] = waiter
+        w = self._w
         try:
-            conn.send_inline(data, plen) if inline else conn.send_counted(data, plen)
+            if inline:
+                w.send_inline(data, plen)
+            elif nowait:
+                w.send_nowait(data, plen, 1)
+            else:
+                w.send(data, plen, 1)
         except BaseException:
             self._resp_map.pop(token, None)
             raise
@@ -612,7 +604,7 @@ class Client:
         try:
             # Written from this thread when no other writer is active: a batch
             # is worth a syscall, and it saves waking the flusher.
-            self._conn.send_inline(batch.data, batch.nbytes, len(batch.sent))
+            self._w.send_inline(batch.data, batch.nbytes, len(batch.sent))
         except errors.Error as exc:
             resp_map = self._resp_map
             return [(req, exc) for req in batch.sent if resp_map.pop(req._token, None) is not None]
@@ -622,11 +614,6 @@ class Client:
         self._resp_map.pop(token, None)
 
     # -- inbound frames (reader thread) -------------------------------------
-
-    def _route_events(self, events: list[tuple[Any, ...]]) -> None:
-        n_in, b_in = _route(self, events, self._subs, Msg)
-        self._in_msgs += n_in
-        self._in_bytes += b_in
 
     def _on_slow(self, sub: Subscription) -> None:
         """Reader thread: a subscription started dropping messages."""
@@ -657,6 +644,7 @@ class Client:
     # -- callbacks and state changes ----------------------------------------
 
     def _run_callback(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run a user callback on the ``jsclient-callbacks`` thread."""
         self._callbacks.submit(fn, *args)
 
     def _report_error(self, exc: BaseException) -> None:
@@ -667,7 +655,11 @@ class Client:
             log.error("jsclient: %s", exc)
 
     def _add_listener(self, fn: Callable[[str], None]) -> None:
-        """Internal: ``fn(event)`` for "disconnected", "reconnected", "closed" (callback thread)."""
+        """Internal: ``fn(event)`` for "disconnected", "reconnected", "closed".
+
+        Listeners run in order on the ``jsclient-events`` thread, never with
+        user callbacks; they must not block for long.
+        """
         self._listeners.append(fn)
 
     def _remove_listener(self, fn: Callable[[str], None]) -> None:
@@ -678,7 +670,7 @@ class Client:
 
     def _notify(self, event: str) -> None:
         for fn in list(self._listeners):
-            self._callbacks.submit(fn, event)
+            self._events.submit(fn, event)
 
     def _on_disconnect(self, exc: BaseException | None) -> None:
         self._notify("disconnected")
@@ -784,6 +776,10 @@ class Client:
         self._notify("closed")
         if self._opts.closed_cb is not None:
             self._callbacks.submit(self._opts.closed_cb)
-        self._timers.stop()
-        self._callbacks.stop()
+        self._stop_threads()
         _fork.forget(self)
+
+    def _stop_threads(self) -> None:
+        self._timers.stop()
+        self._events.stop()
+        self._callbacks.stop()

@@ -607,7 +607,7 @@ def stale_detection(mode: str, ping_interval: float = 0.3, max_pings: int = 2) -
         try:
             sub = nc.subscribe("rel.net")
             nc.flush()
-            reader = nc._conn._reader
+            reader = nc._conn.reader.thread
             t0 = time.monotonic()
             px.set_mode(mode)
             for _ in range(500):
@@ -645,7 +645,7 @@ def stale_detection(mode: str, ping_interval: float = 0.3, max_pings: int = 2) -
                         break
             if not got:
                 figs["problems"].append("no delivery after the reconnect")
-            alive = reader is not None and reader.is_alive() and nc._conn._reader is reader
+            alive = reader is not None and reader.is_alive() and nc._conn.reader.thread is reader
             figs["reader_alive"] = alive
             if not alive:
                 figs["problems"].append("the reader thread died")

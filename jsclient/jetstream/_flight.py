@@ -10,12 +10,11 @@ import logging
 import random
 from collections.abc import Callable
 from concurrent.futures import Future
-from concurrent.futures._base import PENDING
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jsclient import errors
-from jsclient._future import LightFuture
+from jsclient._future import LazyFuture
 from jsclient.api import PubAck
 from jsclient.msg import Msg
 
@@ -135,12 +134,13 @@ class RetryConfig:
         return due
 
 
-class _Future(LightFuture[T]):
+class _Future(LazyFuture[T]):
     """The publisher's futures: no Condition until someone waits, and not cancellable
-    (the message's fate is the publisher's to decide, as with ``JetStream.publish_async``)."""
+    (the message's fate is the publisher's to decide, as with ``JetStream.publish_async``).
 
-    def cancel(self) -> bool:
-        return False
+    They complete on the publisher's runners (the user's threads, or its own),
+    so their done callbacks run there.
+    """
 
 
 class Flight(_Future["Flight"]):
@@ -196,13 +196,13 @@ class Flight(_Future["Flight"]):
         headers: HeadersIn | None,
         options: dict[str, Any],
     ) -> None:
-        # LightFuture's state, inline (this runs once per message on the caller's thread).
-        self._state = PENDING
-        self._result = None  # never the flight itself: result() returns self, no cycle
-        self._exception = None
-        self._w = None
-        self._cbs = None
-        self._cond = None
+        # LazyFuture's fields, inline (this runs once per message on the caller's thread).
+        self._lz_done = False
+        self._lz_value = None  # never the flight itself: result() returns self, no cycle
+        self._lz_exc = None
+        self._lz_cbs = None
+        self._lz_real = False
+        self._lz_runner = None
         self._owner = owner
         self._n = n
         self._id: str | None = None

@@ -2,18 +2,8 @@
 
 Every management call is one request to ``<prefix>.<API subject>`` with a JSON
 body; the answer is decoded into nats-py's data model (``nats.js.api``) or
-raised as the typed error for its ``error`` object.
-
-``publish_async`` shares the client's single wildcard reply subscription: each
-publish gets a reply token, and the ack is parsed on the socket reader thread,
-which only decodes the JSON and completes the future. At most
-``publish_async_max_pending`` publishes are in flight (threads publishing at
-once may each take one more); beyond that the caller
-waits on a condition for up to ``publish_async_stall_wait`` seconds and then
-gets :class:`~jsclient.errors.TooManyStalledMsgsError`. When the connection
-drops, every pending future fails with
-:class:`~jsclient.errors.PublishDisconnectedError`: the server may or may not
-have stored those messages, and their acks are lost with the connection.
+raised as the typed error for its ``error`` object. ``publish_async`` is
+:mod:`jsclient.jetstream._async_pub`.
 """
 
 from __future__ import annotations
@@ -21,17 +11,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
-from jsclient import _impl, errors
-from jsclient._future import LightFuture
-from jsclient._threads import TimerHandle
+from jsclient import errors
 from jsclient.api import AccountInfo, ConsumerInfo, DeliverPolicy, PubAck, StreamInfo
+from jsclient.jetstream._async_pub import (
+    PUBLISH_RETRY_ATTEMPTS,
+    PUBLISH_RETRY_WAIT,
+    AsyncPublisher,
+)
 from jsclient.jetstream._names import (
     ConsumerConfigLike,
     StreamConfigLike,
@@ -40,6 +32,7 @@ from jsclient.jetstream._names import (
     consumer_config,
     stream_config,
 )
+from jsclient.jetstream._wire import decode_api, parse_pub_ack, pub_headers
 from jsclient.jetstream.consumer import Consumer
 from jsclient.jetstream.stream import Stream
 from jsclient.protocol.headers import encode as encode_headers
@@ -53,21 +46,7 @@ if TYPE_CHECKING:
     from jsclient.protocol.headers import HeadersIn
 
 DEFAULT_PREFIX = "$JS.API"
-
-#: Sync and async publish retry a 503 "no responders" (the stream may be
-#: starting or electing a leader) this many times, this far apart (nats.go's
-#: defaults), inside the publish's total timeout.
-PUBLISH_RETRY_ATTEMPTS = 2
-PUBLISH_RETRY_WAIT = 0.25
-
-_PUBACK_FIELDS = frozenset({"stream", "seq", "domain", "duplicate", "val"})
-_pub_ack_fields = _impl.jsack.pub_ack_fields
-
-_MSG_ID = "Nats-Msg-Id"
-_EXPECTED_STREAM = "Nats-Expected-Stream"
-_EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
-_EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
-_EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+_DEFAULT = object()
 
 
 class JetStream:
@@ -86,6 +65,7 @@ class JetStream:
         timeout: float = 5.0,
         publish_async_max_pending: int = 4000,
         publish_async_stall_wait: float = 0.2,
+        publish_async_timeout: float | None | object = _DEFAULT,
     ) -> None:
         if domain:
             if prefix != DEFAULT_PREFIX:
@@ -98,32 +78,16 @@ class JetStream:
         self._prefix = prefix
         self._domain = domain
         self._timeout = float(timeout)
-        self._max_pending = int(publish_async_max_pending)
-        self._stall_wait = float(publish_async_stall_wait)
         self._nuid = NUID()
         self._nuid_lock = threading.Lock()
-        # Async publish state. A publisher that finds room adds its ack to the
-        # set without a lock (several threads publishing at once may each add
-        # one past the window); one that finds the window full takes _pub_lock,
-        # so stalled publishers wait for room in turn. The reader thread
-        # removes acks without any lock, so the publisher and the reader do not
-        # contend on every message. Only a stalled publisher or a
-        # publish_async_complete() waits, on a condition of _lock: each first
-        # counts itself (_stalled, _completers) and then re-checks the set,
-        # while a completion first removes from the set and then reads the
-        # counts, so one of the two always sees the other and no wakeup is
-        # lost. Two conditions, so waking a publisher never wakes a completer
-        # instead.
-        self._pub_lock = threading.Lock()
-        self._lock = threading.Lock()
-        self._room = threading.Condition(self._lock)
-        self._empty = threading.Condition(self._lock)
-        self._pending: set[_AsyncPub] = set()
-        self._stalled = 0
-        self._completers = 0
-        # A stalled publish_async resumes when this many (or fewer) are pending.
-        self._resume_at = max(0, self._max_pending - max(1, self._max_pending // 4))
-        self._listening = False
+        ack_timeout = self._timeout if publish_async_timeout is _DEFAULT else publish_async_timeout
+        if ack_timeout is not None and not (
+            isinstance(ack_timeout, int | float) and ack_timeout > 0
+        ):
+            raise ValueError(f"publish_async_timeout must be positive or None, got {ack_timeout!r}")
+        self._async = AsyncPublisher(
+            client, publish_async_max_pending, publish_async_stall_wait, ack_timeout
+        )
 
     def __repr__(self) -> str:
         return f"<JetStream prefix={self._prefix!r}>"
@@ -158,7 +122,7 @@ class JetStream:
             )
         except errors.TimeoutError:
             raise errors.TimeoutError(f"nats: timeout waiting for the JetStream API ({subject})")
-        return _decode_api(msg.data, subject)
+        return decode_api(msg.data, subject)
 
     def _new_name(self) -> str:
         with self._nuid_lock:
@@ -417,7 +381,7 @@ class JetStream:
         ``timeout`` (default: the context's), then NoStreamResponseError. A failed
         expectation raises its API error (WrongLastSequenceError, ...).
         """
-        hdrs = _pub_headers(
+        hdrs = pub_headers(
             headers,
             msg_id,
             expected_stream,
@@ -447,7 +411,7 @@ class JetStream:
                 time.sleep(PUBLISH_RETRY_WAIT)
             except errors.TimeoutError:
                 raise errors.TimeoutError(f"nats: timeout waiting for the publish ack on {subject}")
-        return _parse_pub_ack(msg.data)
+        return parse_pub_ack(msg.data)
 
     def publish_async(
         self,
@@ -466,15 +430,17 @@ class JetStream:
         """Publish without waiting; the future completes with the PubAck or the error.
 
         ``ack_timeout`` (or its alias ``timeout``) fails the future with
-        TimeoutError if no ack arrives in time; by default there is none. Blocks
-        only while ``publish_async_max_pending`` publishes are already in flight,
-        for up to the stall wait, then raises TooManyStalledMsgsError.
+        TimeoutError if no ack arrives in time; by default the context's
+        ``publish_async_timeout`` (its ``timeout``, 5 s, unless given). Blocks
+        only while ``publish_async_max_pending`` publishes are already in
+        flight, for up to the stall wait, then raises TooManyStalledMsgsError.
+        Done callbacks of the future run on the client's callback thread.
         """
         if timeout is not None:
             if ack_timeout is not None:
                 raise TypeError("give ack_timeout or timeout, not both")
             ack_timeout = timeout
-        hdrs = _pub_headers(
+        hdrs = pub_headers(
             headers,
             msg_id,
             expected_stream,
@@ -482,284 +448,20 @@ class JetStream:
             expected_last_subject_seq,
             expected_last_msg_id,
         )
-        if not self._listening:
-            self._listen()
         # Encoded once: retries re-send the same bytes.
-        ack = _AsyncPub(self, subject, payload, encode_headers(hdrs) if hdrs else None)
-        pending = self._pending
-        if 0 < self._max_pending <= len(pending):
-            # Full: publishers queue up on _pub_lock and wait for room in turn.
-            with self._pub_lock:
-                if 0 < self._max_pending <= len(pending):
-                    self._wait_for_room()
-                pending.add(ack)
-        else:
-            pending.add(ack)  # one C call, atomic under the GIL: no lock per publish
-        client = self._client
-        try:
-            token = client._send_request(subject, payload, ack.headers, ack)
-        except BaseException:
-            self._forget(ack)
-            raise
-        ack.token = token
-        if ack.done:
-            # Failed (disconnect) before the token was set; see _abandon.
-            client._cancel_request(token)
-        elif ack_timeout is not None:
-            # If the ack wins the race with this line, the timer finds it done.
-            ack.timer = client._scheduler.call_later(ack_timeout, self._ack_timed_out, ack)
-        return ack.fut
+        return self._async.publish(
+            subject, payload, encode_headers(hdrs) if hdrs else None, ack_timeout
+        )
 
     @property
     def publish_async_pending(self) -> int:
         """How many async publishes still wait for their ack."""
-        return len(self._pending)
+        return len(self._async.pending)
 
     def publish_async_complete(self, timeout: float | None = None) -> None:
-        """Wait until every async publish made so far is acked or failed (TimeoutError)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pending = self._pending
-        with self._lock:
-            self._completers += 1
-            try:
-                while pending:
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        raise errors.TimeoutError(
-                            f"nats: {len(pending)} async publishes still pending"
-                        )
-                    self._empty.wait(left)
-            finally:
-                self._completers -= 1
+        """Wait until every async publish made so far is acked or failed.
 
-    # -- async publish internals ---------------------------------------------
-
-    def _wait_for_room(self) -> None:
-        # Called with _pub_lock held after seeing the window full.
-        deadline = time.monotonic() + self._stall_wait
-        pending = self._pending
-        with self._lock:
-            self._stalled += 1
-            try:
-                while len(pending) > self._resume_at:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        if len(pending) >= self._max_pending:
-                            raise errors.TooManyStalledMsgsError()
-                        break  # not full any more: go on, without waiting for the mark
-                    self._room.wait(left)
-            finally:
-                self._stalled -= 1
-
-    def _on_empty_reply(self, ack: _AsyncPub, msg: Msg | None) -> None:
-        # Reader thread: the connection closed (None) or a status came back.
-        if msg is None:
-            self._finish(ack, None, errors.ConnectionClosedError())
-            return
-        st = msg.status
-        if st is not None and st[0] == 503:
-            if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack.done:
-                ack.retries += 1
-                ack.token = None
-                self._client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
-                return
-            exc: errors.Error = errors.NoStreamResponseError(
-                f"nats: no stream answered a publish on {ack.subject}"
-            )
-        else:
-            why = f" (status {st[0]} {st[1]})" if st is not None else ""
-            exc = errors.JetStreamError(f"nats: empty JetStream publish response{why}")
-        self._finish(ack, None, exc)
-
-    def _resend(self, ack: _AsyncPub) -> None:
-        # Timer thread: retry after a 503 with a fresh reply token.
-        if ack.done:
-            return
-        client = self._client
-        try:
-            token = client._send_request(ack.subject, ack.payload, ack.headers, ack)
-        except errors.Error as exc:
-            self._finish(ack, None, exc)
-            return
-        ack.token = token
-        if ack.done:
-            client._cancel_request(token)
-
-    def _ack_timed_out(self, ack: _AsyncPub) -> None:
-        if not ack.done:
-            self._abandon(
-                ack,
-                errors.TimeoutError(f"nats: timeout waiting for the publish ack on {ack.subject}"),
-            )
-
-    def _abandon(self, ack: _AsyncPub, exc: BaseException) -> None:
-        """Fail a pending publish whose reply will not be awaited any more."""
-        if self._finish(ack, None, exc):
-            # Read the token only after ``done`` is set: the publisher sets the
-            # token and then reads ``done``, so one of the two cancels it.
-            token = ack.token
-            if token is not None:
-                self._client._cancel_request(token)
-
-    def _finish(self, ack: _AsyncPub, result: PubAck | None, exc: BaseException | None) -> bool:
-        """Complete the future unless another path did first; True if this call did."""
-        # set_result/set_exception refuse a done future (and ours cannot be
-        # cancelled), so exactly one of reply, timeout and disconnect wins.
-        fut = ack.fut
-        if not (fut.try_set_result(result) if exc is None else fut.try_set_exception(exc)):
-            return False
-        ack.done = True
-        timer = ack.timer
-        if timer is not None:
-            timer.cancel()
-        self._forget(ack)
-        return True
-
-    def _forget(self, ack: _AsyncPub) -> None:
-        pending = self._pending
-        pending.discard(ack)
-        # A stalled publisher is woken only once a quarter of the window is
-        # free: waking it for every ack costs a thread switch per message.
-        if (self._stalled and len(pending) <= self._resume_at) or (
-            self._completers and not pending
-        ):
-            with self._lock:
-                if self._stalled:
-                    self._room.notify()
-                if self._completers and not pending:
-                    self._empty.notify_all()
-
-    def _listen(self) -> None:
-        # A weak reference: the client's listener list must not keep every
-        # JetStream context ever made alive.
-        with self._lock:
-            if self._listening:
-                return
-            self._listening = True
-        ref = weakref.ref(self)
-        client = self._client
-
-        def on_event(event: str) -> None:
-            js = ref()
-            if js is None:
-                client._remove_listener(on_event)
-            elif event == "disconnected":
-                js._fail_pending(errors.PublishDisconnectedError)
-            elif event == "closed":
-                js._fail_pending(errors.ConnectionClosedError)
-
-        client._add_listener(on_event)
-
-    def _fail_pending(self, exc_type: Callable[[], BaseException]) -> None:
-        # A copy, not under _pub_lock: a stalled publisher holds that lock.
-        acks = self._pending.copy()
-        for ack in acks:
-            self._abandon(ack, exc_type())
-
-
-class _PubFuture(LightFuture[PubAck]):
-    """A publish's future; it cannot be cancelled (that would leak its window slot).
-
-    A LightFuture: no Condition is allocated unless someone waits on it.
-    """
-
-    def cancel(self) -> bool:
-        return False
-
-
-class _AsyncPub:
-    """One async publish waiting for its ack; called with the reply on the reader thread."""
-
-    __slots__ = ("done", "fut", "headers", "js", "payload", "retries", "subject", "timer", "token")
-
-    def __init__(self, js: JetStream, subject: str, payload: bytes, headers: bytes | None) -> None:
-        self.js = js
-        self.subject = subject
-        self.payload = payload
-        self.headers = headers
-        self.fut: _PubFuture = _PubFuture()
-        self.token: str | None = None
-        self.timer: TimerHandle | None = None
-        self.retries = 0
-        self.done = False
-
-    def deliver(self, msg: Msg | None) -> None:
-        # The request mux's waiter protocol: the reply, on the socket reader
-        # thread (None: the connection closed). Decode and complete, never block.
-        if msg is None or not msg.data:
-            self.js._on_empty_reply(self, msg)
-            return
-        try:
-            pub_ack = _parse_pub_ack(msg.data)
-        except errors.Error as exc:
-            self.js._finish(self, None, exc)
-            return
-        self.js._finish(self, pub_ack, None)
-
-
-# -- helpers -----------------------------------------------------------------
-
-
-def _decode_api(data: bytes, what: str) -> dict[str, Any]:
-    """The JSON object of an API answer, or the typed error it carries."""
-    try:
-        resp = json.loads(data)
-    except ValueError:
-        resp = None
-    if not isinstance(resp, dict):
-        raise errors.JetStreamError(f"nats: invalid JetStream response ({what}): {data[:80]!r}")
-    err = resp.get("error")
-    if err is not None:
-        raise errors.api_error(err if isinstance(err, dict) else {"description": str(err)})
-    return resp
-
-
-def _parse_pub_ack(data: bytes) -> PubAck:
-    # The common ack, exactly {"stream":"<name>","seq":<digits>}, is read by the
-    # (C-accelerated) jsack.pub_ack_fields: this runs on the reader thread once
-    # per publish. Anything else (escapes, duplicate, domain, errors) goes
-    # through the JSON decoder.
-    fields = _pub_ack_fields(data)
-    if fields is not None:
-        return PubAck(stream=fields[0], seq=fields[1])
-    resp = _decode_api(data, "publish ack")
-    if not resp.get("stream"):
-        raise errors.JetStreamError(
-            f"nats: JetStream publish response names no stream: {data[:80]!r}"
-        )
-    if resp.keys() <= _PUBACK_FIELDS:
-        # The usual {"stream", "seq"[, "duplicate", "domain"]}: skip from_response's
-        # per-call dataclass field scan (this runs on the reader thread per ack).
-        return PubAck(**resp)
-    pub_ack: PubAck = PubAck.from_response(resp)
-    return pub_ack
-
-
-def _pub_headers(
-    headers: HeadersIn | None,
-    msg_id: str | None,
-    expected_stream: str | None,
-    expected_last_seq: int | None,
-    expected_last_subject_seq: int | None,
-    expected_last_msg_id: str | None,
-) -> HeadersIn | None:
-    if (
-        msg_id is None
-        and expected_stream is None
-        and expected_last_seq is None
-        and expected_last_subject_seq is None
-        and expected_last_msg_id is None
-    ):
-        return headers
-    h: dict[str, Any] = dict(headers) if headers else {}
-    if msg_id is not None:
-        h[_MSG_ID] = msg_id
-    if expected_stream is not None:
-        h[_EXPECTED_STREAM] = expected_stream
-    if expected_last_seq is not None:
-        h[_EXPECTED_LAST_SEQ] = str(int(expected_last_seq))
-    if expected_last_subject_seq is not None:
-        h[_EXPECTED_LAST_SUBJECT_SEQ] = str(int(expected_last_subject_seq))
-    if expected_last_msg_id is not None:
-        h[_EXPECTED_LAST_MSG_ID] = expected_last_msg_id
-    return h
+        Always ends: every publish has an ack timeout unless the context was
+        made with ``publish_async_timeout=None``. TimeoutError after ``timeout``.
+        """
+        self._async.complete(timeout)

@@ -59,7 +59,6 @@ import itertools
 import threading
 import time
 from collections import deque
-from concurrent.futures._base import PENDING
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -79,13 +78,10 @@ from jsclient.jetstream._flight import (
     _is_expectation,
     _set,
 )
-from jsclient.jetstream.context import (
-    PUBLISH_RETRY_ATTEMPTS,
-    PUBLISH_RETRY_WAIT,
-    _parse_pub_ack,
-    _pub_ack_fields,
-    _pub_headers,
-)
+from jsclient.jetstream._async_pub import PUBLISH_RETRY_ATTEMPTS, PUBLISH_RETRY_WAIT
+from jsclient.jetstream._wire import _pub_ack_fields
+from jsclient.jetstream._wire import parse_pub_ack as _parse_pub_ack
+from jsclient.jetstream._wire import pub_headers as _pub_headers
 from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:
@@ -643,7 +639,7 @@ class Publisher:
             if flight._settled:
                 continue  # abandoned by stop()
             data = getattr(reply, "data", None)  # None: an error, or the connection closed
-            if data is not None and flight._state == PENDING:
+            if data is not None and not flight._lz_done:
                 replied.append(flight)  # the reply beat the publish runner's report
             if data:
                 fields = _pub_ack_fields(data)
@@ -874,7 +870,7 @@ class Publisher:
                 fut = flight._ack_future
                 if fut is not None:
                     _set(fut, exc=flight.error)
-                if flight._state == PENDING:
+                if not flight._lz_done:
                     _set(flight, exc=flight.error)  # never published
                 hook = self._on_failed if kind == _FAILED else self._on_timeout
                 if hook is not None:
@@ -995,7 +991,7 @@ class Publisher:
         for f, fut in victims:
             if fut is not None:
                 _set(fut, exc=f.error)
-            if f._state == PENDING:
+            if not f._lz_done:
                 _set(f, exc=f.error)
 
 

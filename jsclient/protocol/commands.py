@@ -63,3 +63,31 @@ def unsub(sid: int, max_msgs: int = 0) -> bytes:
     if max_msgs > 0:
         return b"UNSUB %d %d\r\n" % (sid, max_msgs)
     return b"UNSUB %d\r\n" % sid
+
+
+def frame_start(buf: bytes | memoryview, offset: int) -> int:
+    """Where the command containing byte ``offset`` of ``buf`` starts.
+
+    ``buf`` holds whole commands as this module encodes them, back to back,
+    starting at a command boundary. A write cut short after ``offset`` bytes
+    leaves the command that starts at the returned index half sent: after a
+    reconnect, sending resumes from there, so the new server sees whole
+    commands only. Returns ``offset`` itself when it falls on a boundary, and
+    ``len(buf)`` when it lies beyond the last command.
+    """
+    data = bytes(buf) if isinstance(buf, memoryview) else buf
+    end = len(data)
+    pos = 0
+    while pos < end and pos < offset:
+        eol = data.find(CRLF, pos)
+        if eol < 0:
+            raise ValueError(f"frame_start: no command line at {pos}")
+        nxt = eol + 2
+        words = data[pos:eol].split()
+        op = words[0].upper() if words else b""
+        if op in (b"PUB", b"HPUB"):
+            nxt += int(words[-1]) + 2
+        if nxt > offset:
+            return pos
+        pos = nxt
+    return min(pos, end)

@@ -417,7 +417,7 @@ def test_malformed_frame_reports_protocol_error_and_reconnects(
         assert core_events.threads["error"] != "jsclient-reader"
         assert fake.connections >= 2
         # The reader is alive and the new connection works.
-        reader = nc._conn._reader
+        reader = nc._conn.reader.thread
         assert reader is not None and reader.is_alive()
         nc.flush(timeout=2)
         assert nc.is_connected
@@ -484,7 +484,7 @@ def test_invalid_info_during_reconnect(core_connect: CoreConnect, core_events: C
         )
         assert core_events.disconnected.wait(5)
         assert core_events.reconnected.wait(5), "the client never recovered"
-        reader = nc._conn._reader
+        reader = nc._conn.reader.thread
         assert reader is not None and reader.is_alive()
         assert fake.connections >= 3
         nc.flush(timeout=2)
@@ -512,7 +512,7 @@ def test_invalid_async_info_is_reported_and_survived(
         )
         core_wait_for(lambda: core_events.errors_of(errors.ProtocolError), timeout=2)
         nc.flush(timeout=2)  # connected (still, or again after a reconnect)
-        reader = nc._conn._reader
+        reader = nc._conn.reader.thread
         assert reader is not None and reader.is_alive()
     finally:
         fake.close()

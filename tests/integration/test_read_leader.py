@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 import jsclient
-from jsclient import connection as conn_mod
 from jsclient import errors
+from jsclient._io import reader as reader_mod
 from jsclient.server import NatsServer
 
 
@@ -30,21 +30,23 @@ def echo(nats_server: NatsServer) -> Iterator[jsclient.Client]:
 
 def test_requests_lead_and_linger(echo: jsclient.Client, nc: jsclient.Client) -> None:
     leads = 0
-    orig = conn_mod.Connection._lead
+    orig = reader_mod.Reader._lead
 
-    def counting(self: conn_mod.Connection, waiter: object, deadline: float | None) -> None:
+    def counting(self: reader_mod.Reader, sock: object, waiter: object, deadline: float | None) -> bool:
         nonlocal leads
         leads += 1
-        orig(self, waiter, deadline)
+        return orig(self, sock, waiter, deadline)  # type: ignore[arg-type]
 
-    conn_mod.Connection._lead = counting  # type: ignore[method-assign]
+    reader_mod.Reader._lead = counting  # type: ignore[method-assign,assignment]
     try:
         for i in range(200):
             assert nc.request("echo.a", b"%d" % i, timeout=5).data == b"%d" % i
     finally:
-        conn_mod.Connection._lead = orig  # type: ignore[method-assign]
-    if conn_mod._LEADER_FOLLOWER:
+        reader_mod.Reader._lead = orig  # type: ignore[method-assign]
+    if reader_mod.LEADER_READS:
         assert leads >= 190  # the requesting thread read its own replies
+    else:
+        assert leads == 0  # pure Python: only the reader thread reads
     # After the linger the reader thread reads again: a plain subscription works.
     sub = nc.subscribe("plain")
     nc.flush()

@@ -45,13 +45,13 @@ def test_dropped_connection_reconnects_and_delivers(server: NatsServer) -> None:
         try:
             sub = nc.subscribe("d")
             nc.flush()
-            reader = nc._conn._reader
+            reader = nc._conn.reader.thread
             for round_ in range(3):
                 px.drop_all()
                 assert _wait(lambda r=round_: nc.stats["reconnects"] > r, 5)
                 nc.publish("d", b"%d" % round_)
                 assert sub.next_msg(timeout=5).data == b"%d" % round_
-            assert reader is not None and reader.is_alive() and nc._conn._reader is reader
+            assert reader is not None and reader.is_alive() and nc._conn.reader.thread is reader
         finally:
             nc.close()
     assert px.alive_threads() == []

@@ -229,7 +229,7 @@ def test_msg_headers_setter() -> None:
     ],
 )
 def test_pub_ack_fast_path_agrees_with_json(raw: bytes, expected: tuple[object, ...]) -> None:
-    from jsclient.jetstream.context import _parse_pub_ack
+    from jsclient.jetstream._wire import parse_pub_ack as _parse_pub_ack
 
     ack = _parse_pub_ack(raw)
     assert (ack.stream, ack.seq, ack.duplicate, ack.domain) == expected

@@ -13,16 +13,13 @@ import pytest
 
 import jsclient
 from jsclient import errors
-from jsclient.connection import (
-    DEFAULT_PORT,
-    Connection,
-    Options,
-    ServerAddr,
-    _read_creds,
-    _seed_bytes,
-    _sign_nonce,
-    err_to_exception,
-)
+from jsclient._io.auth import connect_options
+from jsclient._io.auth import read_creds as _read_creds
+from jsclient._io.auth import seed_bytes as _seed_bytes
+from jsclient._io.auth import sign_nonce as _sign_nonce
+from jsclient._io.handshake import err_to_exception
+from jsclient._io.options import Options
+from jsclient._io.servers import DEFAULT_PORT, ServerAddr, ServerPool
 
 
 def _user_seed() -> bytes:
@@ -147,9 +144,8 @@ def test_sign_nonce_bad_seed() -> None:
 
 def _options(url: str = "nats://127.0.0.1:4222", **kw: Any) -> dict[str, Any]:
     opts = Options(servers=[url], **kw)
-    conn = Connection(None, opts)
-    srv = conn._pool[0]
-    return conn._connect_options(srv, {"nonce": "n0nce"}, False)
+    srv = ServerAddr.parse(url)
+    return connect_options(opts, srv, {"nonce": "n0nce"}, False)
 
 
 def test_connect_options_defaults() -> None:
@@ -222,15 +218,82 @@ def test_err_to_exception(text: str, cls: type[errors.Error]) -> None:
     assert text in str(exc)
 
 
-def test_connection_needs_a_server() -> None:
+def test_pool_needs_a_server() -> None:
     with pytest.raises(errors.NoServersError):
-        Connection(None, Options(servers=[]))
+        ServerPool([])
 
 
 def test_pool_keeps_order_with_dont_randomize() -> None:
     urls = [f"nats://h{i}:4222" for i in range(10)]
-    conn = Connection(None, Options(servers=urls, dont_randomize=True))
-    assert [s.url for s in conn._pool] == urls
+    assert [s.url for s in ServerPool(urls, randomize=False)] == urls
+
+
+def test_pool_rotates_and_drops_exhausted_servers() -> None:
+    pool = ServerPool(["nats://a:1", "nats://b:2"], randomize=False, max_attempts=2)
+    a = pool.next_server()
+    b = pool.next_server()
+    assert a is not None and b is not None and (a.host, b.host) == ("a", "b")
+    pool.attempt(a, 1.0)
+    pool.attempt(a, 2.0)  # a has failed max_attempts times in a row: dropped
+    assert pool.next_server() is b
+    assert pool.next_server() is b
+    pool.attempt(b, 3.0)
+    pool.connected(b)  # a success resets the count
+    assert b.attempts == 0 and pool.current is b
+    pool.attempt(b, 4.0)
+    pool.attempt(b, 5.0)
+    assert pool.next_server() is None
+
+
+def test_pool_never_gives_up_with_negative_attempts() -> None:
+    pool = ServerPool(["nats://a:1"], max_attempts=-1)
+    srv = pool.next_server()
+    assert srv is not None
+    for t in range(100):
+        pool.attempt(srv, float(t))
+    assert pool.next_server() is srv
+
+
+def test_pool_auth_failure_twice_drops_the_server() -> None:
+    pool = ServerPool(["nats://a:1"], max_attempts=-1)
+    srv = pool.next_server()
+    assert srv is not None
+    pool.auth_failed(srv)
+    assert pool.next_server() is srv
+    pool.auth_failed(srv)
+    pool.max_attempts = 60
+    assert pool.next_server() is None
+
+
+def test_pool_waits_reconnect_wait_after_an_attempt() -> None:
+    srv = ServerAddr.parse("nats://a:1")
+    assert ServerPool.wait_before(srv, 100.0, 2.0, 0.0) == 0.0  # never tried
+    ServerPool.attempt(srv, 100.0)
+    assert ServerPool.wait_before(srv, 100.5, 2.0, 0.0) == pytest.approx(1.5)
+    assert 1.5 <= ServerPool.wait_before(srv, 100.5, 2.0, 0.1) <= 1.6
+    assert ServerPool.wait_before(srv, 103.0, 2.0, 0.1) == 0.0
+
+
+def test_pool_learns_discovered_servers_once() -> None:
+    pool = ServerPool(["nats://a:1"], randomize=False)
+    assert pool.learn(["b:2", "nats://a:1", "c:3", "bad://x"])
+    assert [s.url for s in pool] == ["nats://a:1", "nats://b:2", "nats://c:3"]
+    assert all(s.discovered for s in pool.servers[1:])
+    assert not pool.learn(["b:2"])
+    off = ServerPool(["nats://a:1"], learn=False)
+    assert not off.learn(["b:2"]) and len(off.servers) == 1
+
+
+def test_pool_discovered_servers_inherit_tls() -> None:
+    pool = ServerPool(["tls://a:1"], randomize=False)
+    pool.connected(pool.servers[0])
+    pool.learn(["b:2"])
+    assert pool.servers[1].scheme == "tls"
+
+
+def test_parse_rejects_a_bad_port() -> None:
+    with pytest.raises(errors.Error, match="port"):
+        ServerAddr.parse("nats://h:notaport")
 
 
 def test_connect_defaults_match_the_documented_api() -> None:

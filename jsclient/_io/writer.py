@@ -1,0 +1,430 @@
+"""The write side of a connection: the bounded write queue, the flusher, inline writes.
+
+Writers append encoded frames to the write queue (:mod:`jsclient.protocol.writer`
+and its Cython twin); whoever holds the *write token* takes what is queued and
+writes it. Normally that is the flusher thread (``jsclient-flusher``), woken by
+an event when a writer finds it idle, so many publishes share one ``send``. A
+thread about to wait for a reply, or one that finds the queue past
+``write_at``, writes the queue itself if it gets the token without waiting
+(non-blocking sends only; what the socket does not take is left for the
+flusher). The token only orders writers; nobody waits for it but the flusher
+and :meth:`Writer.recover`, and nobody holds another lock across I/O.
+
+Partial writes: buffers taken from the queue go to :attr:`Writer.out`, each
+starting at a command boundary, with :attr:`Writer.out_sent` bytes of the
+first already written. When the socket is lost, :meth:`Writer.recover` puts
+them back in front of the queue from the start of the command that was cut
+(:func:`jsclient.protocol.commands.frame_start`), so the next server gets
+whole commands, after the resubscriptions, and the commands written whole
+before the cut are not sent twice.
+
+Bounds: while connected the queue holds at most ``pending_size`` bytes. A
+writer that would go beyond makes room first (:meth:`Writer.make_room`): it
+writes the queue itself when no other thread is writing, else it waits until
+the flusher has taken the queue (at most ``flush_timeout``, then
+``FlushTimeoutError`` and nothing of its message is queued). While
+disconnected the reconnect buffer limit applies instead. Library threads that
+must never wait (the reader answering a PING, the timer thread) queue with
+:meth:`Writer.send_nowait`, which ignores ``pending_size``.
+
+Wake-up protocol (no lost wake-ups): the flusher clears the event and the
+queue's ``kicked`` flag *before* it looks at the queue; a writer appends
+*before* it reads ``kicked``. Either the flusher sees the new item, or the
+writer sees ``kicked`` false and sets the event.
+
+TLS sockets cannot be read and written from two threads at once, so over TLS
+the reader thread writes too (:meth:`Writer.write_tls`) and the flusher is not
+started; writers wake the reader thread through the wake-up socket instead.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import threading
+import time
+from typing import Protocol
+
+from jsclient import _impl, errors
+from jsclient._io.options import CLOSED, CONNECTED, DRAINING, FORKED, Options
+from jsclient.protocol.commands import frame_start
+
+_writer = _impl.writer
+_QUEUED = _writer.QUEUED
+_KICK = _writer.KICK
+_FULL = _writer.FULL
+_WRITE = _writer.WRITE
+GATHER_MIN = _writer.GATHER_MIN
+_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
+#: Inline writers need a send that never blocks; where there is none, only the flusher writes.
+DONTWAIT: int = getattr(socket, "MSG_DONTWAIT", 0)
+INLINE = DONTWAIT != 0
+try:
+    _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX")))
+except (AttributeError, ValueError, OSError):
+    _IOV_MAX = 1024
+#: The longest any wait here sleeps before it looks at the state again.
+WAIT_SLICE = 1.0
+_WOULD_BLOCK = (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError)
+
+Buf = bytes | memoryview
+
+
+class Link(Protocol):
+    """What the writer needs of its connection."""
+
+    status: str
+    _sock: socket.socket | None
+    _is_tls: bool
+
+    def abort_socket(self, sock: socket.socket, exc: BaseException | None) -> None: ...
+
+    def wake_reader(self) -> None: ...
+
+    def forked_error(self) -> errors.ForkedConnectionError: ...
+
+
+class Writer:
+    """Frames on their way to the socket (see the module docstring)."""
+
+    def __init__(self, link: Link, opts: Options) -> None:
+        self.link = link
+        self.opts = opts
+        self.wq = _writer.WriteQueue(max(1, opts.pending_size))
+        self.token = threading.Lock()  # held by whoever is writing to the socket
+        self.event = threading.Event()  # wakes the flusher
+        self.room = threading.Condition(threading.Lock())
+        self.room_waiters = 0
+        self.held = 0  # bytes queued while disconnected (reconnect buffer limit)
+        self.out: list[Buf] = []  # taken, not yet written whole (token holder only)
+        self.out_sent = 0  # bytes of out[0] already written
+        self.failed: socket.socket | None = None  # a socket a send failed on: never retried
+        self.thread: threading.Thread | None = None
+
+    # -- starting and stopping ------------------------------------------------
+
+    def start(self) -> None:
+        """Start the flusher thread (plain sockets only; over TLS the reader writes)."""
+        if self.thread is None:
+            self.thread = threading.Thread(
+                target=self._flush_loop, name="jsclient-flusher", daemon=True
+            )
+            self.thread.start()
+
+    def set_open(self, open_: bool) -> None:
+        """Whether the queue takes frames on its fast path (connected or draining)."""
+        self.wq.open = open_
+
+    # -- queueing (any thread) --------------------------------------------------
+
+    def queued(self, rc: int) -> bool:
+        """Act on what a write-queue push returned: wake the writer or write now.
+
+        False when the queue refused the frame (full or closed, too big,
+        unknown subject): the caller takes its slow path.
+        """
+        if rc == _QUEUED:
+            return True
+        if rc == _KICK:
+            self.kick()
+            return True
+        if rc == _WRITE:
+            self._write_now()
+            return True
+        return False
+
+    def send(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> None:
+        """Queue ``data`` (``msgs`` publishes of ``payload_len`` payload bytes), bounded."""
+        rc = self.wq.push(data, payload_len, msgs)
+        if rc != _QUEUED and not self.queued(rc):  # the common case needs no call
+            self._send_slow(data, payload_len, msgs)
+
+    def send_nowait(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> None:
+        """Queue ``data`` without ever waiting for room (library threads, control frames).
+
+        Raises when the connection is closed or forked, or the reconnect
+        buffer is full; ``pending_size`` does not apply.
+        """
+        status = self.link.status
+        if status is not CONNECTED and status is not DRAINING:
+            self.check_buffer(status, len(data))
+        self.queued(self.wq.push_always(data, payload_len, msgs))
+
+    def send_inline(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
+        """``send``, but written from this thread if nobody else is writing.
+
+        For callers about to block on a reply, or writing a batch: saves waking
+        the flusher (it is only kicked when the token is busy, over TLS, or
+        when bytes are left behind).
+        """
+        wq = self.wq
+        rc = wq.push(data, payload_len, msgs)
+        if rc == _FULL:
+            self._send_slow(data, payload_len, msgs)
+            return
+        if self.link._is_tls or not INLINE or not self.token.acquire(False):
+            if rc == _KICK:
+                self.kick()
+            elif rc == _WRITE and not wq.kicked:
+                wq.kicked = True
+                self.kick()
+            return
+        try:
+            self.write(wait=False)
+        finally:
+            self.token.release()
+        if rc == _KICK:
+            wq.kicked = False  # our claim to wake the flusher: written here instead
+        # Cleared before looking, as the flusher does: a frame queued meanwhile
+        # is seen here, or its writer saw the flag clear and woke the flusher.
+        if (len(wq) or self.out) and not wq.kicked:
+            wq.kicked = True
+            self.kick()
+
+    def _send_slow(self, data: bytes, payload_len: int, msgs: int) -> None:
+        """The queue refused ``data``: disconnected, closed, or full."""
+        status = self.link.status
+        if status is not CONNECTED and status is not DRAINING:
+            self.check_buffer(status, len(data))
+        else:
+            self.make_room(len(data))
+        self.queued(self.wq.push_always(data, payload_len, msgs))
+
+    def _write_now(self) -> None:
+        """The queue passed ``write_at``: write it from this thread unless another is writing.
+
+        A thread publishing in a loop so writes in batches of that size, as one
+        thread on a plain socket would, instead of handing each to the flusher.
+        """
+        if not self.link._is_tls and INLINE and self.token.acquire(False):
+            try:
+                self.write(wait=False)
+            finally:
+                self.token.release()
+        elif not self.wq.kicked:
+            self.wq.kicked = True
+            self.kick()
+
+    def make_room(self, n: int) -> None:
+        """The queue is full: write it from this thread, or wait until it was taken."""
+        wq = self.wq
+        link = self.link
+        deadline: float | None = None
+        while wq.nbytes and wq.nbytes + n > wq.limit:
+            status = link.status
+            if status is not CONNECTED and status is not DRAINING:
+                self.check_buffer(status, n)  # disconnected meanwhile: the reconnect buffer
+                return
+            if not link._is_tls and INLINE and self.token.acquire(False):
+                try:
+                    written = self.write(wait=False)
+                finally:
+                    self.token.release()
+                if written:
+                    continue
+                # The socket is full: the flusher waits on it; this thread waits for room.
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.opts.flush_timeout
+            elif now >= deadline:
+                raise errors.FlushTimeoutError(
+                    f"nats: the write queue ({wq.nbytes} bytes, pending_size "
+                    f"{wq.limit}) was not written within flush_timeout "
+                    f"{self.opts.flush_timeout} s; this message was not sent"
+                )
+            wq.kicked = True
+            self.kick()
+            with self.room:
+                # Counted before the check, and takers subtract before they look
+                # at the count: either they see this waiter or it sees the room.
+                self.room_waiters += 1
+                try:
+                    if wq.nbytes and wq.nbytes + n > wq.limit:
+                        self.room.wait(min(deadline - now, WAIT_SLICE))
+                finally:
+                    self.room_waiters -= 1
+
+    def check_buffer(self, status: str, size: int) -> None:
+        """Disconnected: count ``size`` against the reconnect buffer, or refuse it."""
+        if status is CLOSED:
+            raise errors.ConnectionClosedError()
+        if status is FORKED:
+            raise self.link.forked_error()
+        if self.held + size > self.opts.reconnect_buffer_size:
+            raise errors.OutboundBufferLimitError()
+        self.held += size
+
+    def kick(self) -> None:
+        """Wake whoever writes: the flusher, or over TLS the reader thread."""
+        if self.link._is_tls:
+            self.link.wake_reader()
+        else:
+            self.event.set()
+
+    def push_front(self, data: bytes) -> None:
+        """Bytes that go before everything queued (resubscriptions on reconnect)."""
+        self.wq.push_front(data)
+
+    def pending_bytes(self) -> int:
+        """Bytes queued and not yet taken by a writer (besides the batch being written)."""
+        return int(self.wq.nbytes)
+
+    def idle(self) -> bool:
+        """Nothing queued and nothing half written."""
+        return not len(self.wq) and not self.out
+
+    # -- writing (the token holder) ---------------------------------------------
+
+    def _take(self) -> bool:
+        """Move everything queued to ``out``; False when there was nothing."""
+        wq = self.wq
+        big = wq.big  # read before take() clears it
+        chunks, size = wq.take()
+        if not chunks:
+            return False
+        if size and self.room_waiters:
+            with self.room:
+                self.room.notify_all()
+        if len(chunks) == 1:
+            self.out = [chunks[0]]
+        elif big and _HAS_SENDMSG and not self.link._is_tls:
+            self.out = _gather(chunks)  # large frames go to the kernel as they are
+        else:
+            self.out = [b"".join(chunks)]
+        self.out_sent = 0
+        return True
+
+    def write(self, wait: bool = True) -> bool:
+        """Write ``out`` and then the queue to the socket; the caller holds the token.
+
+        Only the flusher waits for the socket (``wait``); a caller writing
+        inline sends what the socket takes now and leaves the rest in ``out``
+        for the flusher, so no caller ever blocks on a full socket. Returns
+        False when bytes were left behind (the flusher is kicked).
+        """
+        sock = self.link._sock
+        if sock is None:
+            return True
+        if sock is self.failed:
+            return False  # the connection has not noticed yet; recover() will re-queue
+        if not self.out and not self._take():
+            return True
+        flags = 0 if wait else DONTWAIT
+        out = self.out
+        try:
+            while out:
+                if len(out) > 1:
+                    bufs = out[:_IOV_MAX]
+                    if self.out_sent:
+                        bufs[0] = memoryview(out[0])[self.out_sent :]
+                    sent = sock.sendmsg(bufs, (), flags)
+                elif self.out_sent:
+                    sent = sock.send(memoryview(out[0])[self.out_sent :], flags)
+                else:
+                    sent = sock.send(out[0], flags)
+                self._advance(sent)
+        except _WOULD_BLOCK:
+            if not wait:
+                self.wq.kicked = True
+                self.kick()
+            return False
+        except OSError as exc:
+            # ``out`` stays as it is, with out_sent exact: recover() re-queues
+            # it from the cut command once the connection has noticed.
+            self.failed = sock
+            self.link.abort_socket(sock, exc)
+            return False
+        return True
+
+    def _advance(self, sent: int) -> None:
+        """``sent`` more bytes of ``out`` were written."""
+        out = self.out
+        while sent:
+            left = len(out[0]) - self.out_sent
+            if sent < left:
+                self.out_sent += sent
+                return
+            sent -= left
+            del out[0]
+            self.out_sent = 0
+
+    def write_tls(self, sock: socket.socket) -> bool:
+        """Reader thread over TLS: write what it can without blocking; True if more is left."""
+        if not self.out:
+            self.wq.kicked = False
+            if not self._take():
+                return False
+        out = self.out
+        while out:
+            view = memoryview(out[0])[self.out_sent :] if self.out_sent else out[0]
+            try:
+                sent = sock.send(view)
+            except _WOULD_BLOCK:
+                return True
+            self._advance(sent)  # an OSError goes to the TLS loop, which drops the socket
+        return False
+
+    def recover(self) -> None:
+        """The socket is gone: put what was half written back, from the cut command on.
+
+        Called once the connection has dropped the socket (shut down first, so
+        a flusher blocked in ``send`` returns at once and gives up the token).
+        """
+        with self.token:
+            out = self.out
+            if not out:
+                self.out_sent = 0
+                return
+            first = out[0]
+            start = frame_start(first, self.out_sent)
+            out[0] = first[start:]
+            for buf in reversed(out):
+                if len(buf):
+                    self.wq.push_front(buf if type(buf) is bytes else bytes(buf))
+            self.out = []
+            self.out_sent = 0
+        if self.room_waiters:
+            with self.room:
+                self.room.notify_all()  # they look at the connection's state again
+
+    def _flush_loop(self) -> None:
+        ev = self.event
+        wq = self.wq
+        link = self.link
+        while True:
+            ev.clear()
+            wq.kicked = False
+            sock = link._sock
+            if (not len(wq) and not self.out) or sock is None:
+                if link.status is CLOSED:
+                    return
+                ev.wait(WAIT_SLICE)
+                continue
+            with self.token:
+                self.write()
+            if link._sock is not sock or sock is self.failed:
+                ev.wait(WAIT_SLICE)
+
+    def join(self, timeout: float) -> None:
+        t = self.thread
+        if t is not None and t is not threading.current_thread():
+            self.event.set()
+            t.join(timeout)
+
+
+def _gather(chunks: list[bytes]) -> list[Buf]:
+    """Buffers for one gather write: runs of small frames joined, large ones as they are."""
+    bufs: list[Buf] = []
+    small: list[bytes] = []
+    for c in chunks:
+        if len(c) >= GATHER_MIN:
+            if small:
+                bufs.append(small[0] if len(small) == 1 else b"".join(small))
+                small = []
+            bufs.append(c)
+        else:
+            small.append(c)
+    if small:
+        bufs.append(small[0] if len(small) == 1 else b"".join(small))
+    return bufs

@@ -1,0 +1,320 @@
+"""``JetStream.publish_async``: the window of publishes waiting for their acks.
+
+Each publish gets a reply token on the client's request mux; the ack is
+parsed on the socket reader thread, which only decodes it and completes the
+future (the future's done callbacks run on the client's user-callback
+thread, never on the reader). State shared by publishing threads, the
+reader, the timer thread and the events thread is changed under one lock.
+
+- **Window**: at most ``max_pending`` publishes wait for acks; beyond that a
+  publisher waits up to ``stall_wait`` for a quarter of the window to free
+  up, then gets :class:`~jsclient.errors.TooManyStalledMsgsError`.
+- **Ack timeout**: every publish has one (the context's
+  ``publish_async_timeout``, by default its ``timeout`` of 5 s, or the call's
+  ``ack_timeout``), so a lost ack (a stream leader stepping down drops
+  publishes) fails its future with ``TimeoutError`` and frees its place, and
+  ``publish_async_complete()`` always ends. Publishes with the default
+  timeout are checked by one timer, armed for the oldest one's deadline (the
+  window is in publish order, so the first not yet due ends the check); one
+  with a timeout of its own gets its own timer.
+- **503**: a "no responders" reply (the stream is starting or electing a
+  leader) is retried twice, 250 ms apart, from the timer thread, which
+  queues the retry without ever waiting for room.
+- **Disconnect**: every pending future fails with
+  :class:`~jsclient.errors.PublishDisconnectedError`; the server may or may
+  not have stored those messages.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jsclient import errors
+from jsclient._future import LazyFuture
+from jsclient._threads import TimerHandle
+from jsclient.api import PubAck
+from jsclient.jetstream._wire import parse_pub_ack
+
+if TYPE_CHECKING:
+    from jsclient.client import Client
+    from jsclient.msg import Msg
+
+#: Sync and async publish retry a 503 "no responders" (the stream may be
+#: starting or electing a leader) this many times, this far apart (nats.go's
+#: defaults), inside the publish's total timeout.
+PUBLISH_RETRY_ATTEMPTS = 2
+PUBLISH_RETRY_WAIT = 0.25
+
+
+class PubFuture(LazyFuture[PubAck]):
+    """A publish's future: cannot be cancelled (that would leak its window slot)."""
+
+    __slots__ = ()
+
+
+class AsyncPublisher:
+    """The async publishes of one JetStream context (see the module docstring)."""
+
+    def __init__(
+        self, client: Client, max_pending: int, stall_wait: float, ack_timeout: float | None
+    ) -> None:
+        self.client = client
+        self.max_pending = int(max_pending)
+        self.stall_wait = float(stall_wait)
+        self.ack_timeout = None if ack_timeout is None else float(ack_timeout)
+        # A stalled publish_async resumes when this many (or fewer) are pending.
+        self.resume_at = max(0, self.max_pending - max(1, self.max_pending // 4))
+        self.lock = threading.Lock()
+        self.room = threading.Condition(self.lock)
+        self.empty = threading.Condition(self.lock)
+        self.pending: dict[_AsyncPub, None] = {}  # in publish order
+        self.stalled = 0
+        self.completers = 0
+        self.sweep: TimerHandle | None = None
+        self.listening = False
+
+    def publish(
+        self,
+        subject: str,
+        payload: bytes,
+        headers: bytes | None,
+        ack_timeout: float | None,
+    ) -> PubFuture:
+        if not self.listening:
+            self._listen()
+        client = self.client
+        ack = _AsyncPub(self, subject, payload, headers, client._callbacks.submit)
+        own = ack_timeout is not None and ack_timeout != self.ack_timeout
+        timeout = ack_timeout if ack_timeout is not None else self.ack_timeout
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"ack_timeout must be positive, got {timeout!r}")
+        swept = timeout is not None and not own
+        with self.lock:
+            if 0 < self.max_pending <= len(self.pending):
+                self._wait_for_room()
+            if swept:
+                # Set under the lock: the window's order is then the deadlines' order.
+                ack.deadline = time.monotonic() + timeout  # type: ignore[operator]
+                if self.sweep is None:
+                    self.sweep = client._scheduler.call_later(timeout, self._sweep)  # type: ignore[arg-type]
+            self.pending[ack] = None
+        try:
+            token = client._send_request(subject, payload, headers, ack)
+        except BaseException:
+            self._forget(ack)
+            raise
+        ack.token = token
+        if ack.done:
+            # Failed (a disconnect) before the token was set; see abandon().
+            client._cancel_request(token)
+        elif own and timeout is not None:
+            # If the ack wins the race with this line, the timer finds it done.
+            ack.timer = client._scheduler.call_later(timeout, self._timed_out, ack)
+        return ack.fut
+
+    def complete(self, timeout: float | None) -> None:
+        """Wait until every publish so far is acked or failed (TimeoutError after ``timeout``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.lock:
+            self.completers += 1
+            try:
+                while self.pending:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise errors.TimeoutError(
+                            f"nats: {len(self.pending)} async publishes still pending"
+                        )
+                    self.empty.wait(1.0 if left is None else min(left, 1.0))
+            finally:
+                self.completers -= 1
+
+    # -- internals ----------------------------------------------------------------
+
+    def _wait_for_room(self) -> None:
+        # With the lock held, having seen the window full.
+        deadline = time.monotonic() + self.stall_wait
+        pending = self.pending
+        self.stalled += 1
+        try:
+            while len(pending) > self.resume_at:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if len(pending) >= self.max_pending:
+                        raise errors.TooManyStalledMsgsError()
+                    return  # not full any more: go on, without waiting for the mark
+                self.room.wait(left)
+        finally:
+            self.stalled -= 1
+
+    def _sweep(self) -> None:
+        # Timer thread: fail what is past its deadline; re-arm for the oldest left.
+        now = time.monotonic()
+        expired: list[_AsyncPub] = []
+        with self.lock:
+            self.sweep = None
+            nxt = 0.0
+            for ack in self.pending:
+                due = ack.deadline
+                if not due:
+                    continue  # a timeout of its own (or none)
+                if due > now:
+                    nxt = due  # the oldest not yet due: the rest are younger
+                    break
+                expired.append(ack)
+            if nxt:
+                self.sweep = self.client._scheduler.call_later(nxt - now, self._sweep)
+        for ack in expired:
+            self._timed_out(ack)
+
+    def _timed_out(self, ack: _AsyncPub) -> None:
+        if not ack.done:
+            self.abandon(
+                ack,
+                errors.TimeoutError(f"nats: timeout waiting for the publish ack on {ack.subject}"),
+            )
+
+    def on_empty_reply(self, ack: _AsyncPub, msg: Msg | None) -> None:
+        # Reader thread: the connection closed (None) or a status came back.
+        if msg is None:
+            self.finish(ack, None, errors.ConnectionClosedError())
+            return
+        st = msg.status
+        if st is not None and st[0] == 503:
+            if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack.done:
+                ack.retries += 1
+                ack.token = None
+                self.client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
+                return
+            exc: errors.Error = errors.NoStreamResponseError(
+                f"nats: no stream answered a publish on {ack.subject}"
+            )
+        else:
+            why = f" (status {st[0]} {st[1]})" if st is not None else ""
+            exc = errors.JetStreamError(f"nats: empty JetStream publish response{why}")
+        self.finish(ack, None, exc)
+
+    def _resend(self, ack: _AsyncPub) -> None:
+        # Timer thread: retry after a 503 with a fresh reply token; never waits for room.
+        if ack.done:
+            return
+        client = self.client
+        try:
+            token = client._send_request(ack.subject, ack.payload, ack.headers, ack, nowait=True)
+        except errors.Error as exc:
+            self.finish(ack, None, exc)
+            return
+        ack.token = token
+        if ack.done:
+            client._cancel_request(token)
+
+    def abandon(self, ack: _AsyncPub, exc: BaseException) -> None:
+        """Fail a pending publish whose reply will not be awaited any more."""
+        if self.finish(ack, None, exc):
+            # Read the token only after ``done`` is set: the publisher sets the
+            # token and then reads ``done``, so one of the two cancels it.
+            token = ack.token
+            if token is not None:
+                self.client._cancel_request(token)
+
+    def finish(self, ack: _AsyncPub, result: PubAck | None, exc: BaseException | None) -> bool:
+        """Complete the future unless another path did first; True if this call did."""
+        fut = ack.fut
+        if not (fut.try_set_result(result) if exc is None else fut.try_set_exception(exc)):
+            return False
+        ack.done = True
+        timer = ack.timer
+        if timer is not None:
+            timer.cancel()
+        self._forget(ack)
+        return True
+
+    def _forget(self, ack: _AsyncPub) -> None:
+        with self.lock:
+            pending = self.pending
+            pending.pop(ack, None)
+            # A stalled publisher is woken only once a quarter of the window is
+            # free: waking it for every ack costs a thread switch per message.
+            if self.stalled and len(pending) <= self.resume_at:
+                self.room.notify()
+            if self.completers and not pending:
+                self.empty.notify_all()
+
+    def _listen(self) -> None:
+        # A weak reference: the client's listener list must not keep every
+        # context ever made alive.
+        with self.lock:
+            if self.listening:
+                return
+            self.listening = True
+        ref = weakref.ref(self)
+        client = self.client
+
+        def on_event(event: str) -> None:
+            pub = ref()
+            if pub is None:
+                client._remove_listener(on_event)
+            elif event == "disconnected":
+                pub.fail_pending(errors.PublishDisconnectedError)
+            elif event == "closed":
+                pub.fail_pending(errors.ConnectionClosedError)
+
+        client._add_listener(on_event)
+
+    def fail_pending(self, exc_type: Callable[[], BaseException]) -> None:
+        with self.lock:
+            acks = list(self.pending)
+        for ack in acks:
+            self.abandon(ack, exc_type())
+
+
+class _AsyncPub:
+    """One async publish waiting for its ack; called with the reply on the reader thread."""
+
+    __slots__ = (
+        "deadline",
+        "done",
+        "fut",
+        "headers",
+        "owner",
+        "payload",
+        "retries",
+        "subject",
+        "timer",
+        "token",
+    )
+
+    def __init__(
+        self,
+        owner: AsyncPublisher,
+        subject: str,
+        payload: bytes,
+        headers: bytes | None,
+        runner: Callable[..., None],
+    ) -> None:
+        self.owner = owner
+        self.subject = subject
+        self.payload = payload
+        self.headers = headers
+        self.fut = PubFuture(runner)
+        self.token: str | None = None
+        self.timer: TimerHandle | None = None
+        self.deadline = 0.0  # checked by the owner's sweep (0: a timer of its own, or none)
+        self.retries = 0
+        self.done = False
+
+    def deliver(self, msg: Msg | None) -> None:
+        # The request mux's waiter protocol: the reply, on the socket reader
+        # thread (None: the connection closed). Decode and complete, never block.
+        if msg is None or not msg.data:
+            self.owner.on_empty_reply(self, msg)
+            return
+        try:
+            pub_ack = parse_pub_ack(msg.data)
+        except errors.Error as exc:
+            self.owner.finish(self, None, exc)
+            return
+        self.owner.finish(self, pub_ack, None)

@@ -1,0 +1,92 @@
+"""Wire formats of JetStream: API answers, publish acks, publish headers.
+
+One decoder for every API answer (a JSON object, or the typed error its
+``error`` object names), one PubAck parser (the common ack is read by the
+C-accelerated ``jsack.pub_ack_fields``; this runs on the reader thread once
+per async publish), one place that turns publish options into headers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from jsclient import _impl, errors
+from jsclient.api import PubAck
+
+if TYPE_CHECKING:
+    from jsclient.protocol.headers import HeadersIn
+
+_PUBACK_FIELDS = frozenset({"stream", "seq", "domain", "duplicate", "val"})
+_pub_ack_fields = _impl.jsack.pub_ack_fields
+
+MSG_ID = "Nats-Msg-Id"
+EXPECTED_STREAM = "Nats-Expected-Stream"
+EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
+EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+
+
+def decode_api(data: bytes, what: str) -> dict[str, Any]:
+    """The JSON object of an API answer, or the typed error it carries."""
+    try:
+        resp = json.loads(data)
+    except ValueError:
+        resp = None
+    if not isinstance(resp, dict):
+        raise errors.JetStreamError(f"nats: invalid JetStream response ({what}): {data[:80]!r}")
+    err = resp.get("error")
+    if err is not None:
+        raise errors.api_error(err if isinstance(err, dict) else {"description": str(err)})
+    return resp
+
+
+def parse_pub_ack(data: bytes) -> PubAck:
+    # The common ack, exactly {"stream":"<name>","seq":<digits>}, is read by the
+    # (C-accelerated) jsack.pub_ack_fields: this runs on the reader thread once
+    # per publish. Anything else (escapes, duplicate, domain, errors) goes
+    # through the JSON decoder.
+    fields = _pub_ack_fields(data)
+    if fields is not None:
+        return PubAck(stream=fields[0], seq=fields[1])
+    resp = decode_api(data, "publish ack")
+    if not resp.get("stream"):
+        raise errors.JetStreamError(
+            f"nats: JetStream publish response names no stream: {data[:80]!r}"
+        )
+    if resp.keys() <= _PUBACK_FIELDS:
+        # The usual {"stream", "seq"[, "duplicate", "domain"]}: skip from_response's
+        # per-call dataclass field scan (this runs on the reader thread per ack).
+        return PubAck(**resp)
+    pub_ack: PubAck = PubAck.from_response(resp)
+    return pub_ack
+
+
+def pub_headers(
+    headers: HeadersIn | None,
+    msg_id: str | None,
+    expected_stream: str | None,
+    expected_last_seq: int | None,
+    expected_last_subject_seq: int | None,
+    expected_last_msg_id: str | None,
+) -> HeadersIn | None:
+    if (
+        msg_id is None
+        and expected_stream is None
+        and expected_last_seq is None
+        and expected_last_subject_seq is None
+        and expected_last_msg_id is None
+    ):
+        return headers
+    h: dict[str, Any] = dict(headers) if headers else {}
+    if msg_id is not None:
+        h[MSG_ID] = msg_id
+    if expected_stream is not None:
+        h[EXPECTED_STREAM] = expected_stream
+    if expected_last_seq is not None:
+        h[EXPECTED_LAST_SEQ] = str(int(expected_last_seq))
+    if expected_last_subject_seq is not None:
+        h[EXPECTED_LAST_SUBJECT_SEQ] = str(int(expected_last_subject_seq))
+    if expected_last_msg_id is not None:
+        h[EXPECTED_LAST_MSG_ID] = expected_last_msg_id
+    return h
