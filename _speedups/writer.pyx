@@ -3,8 +3,12 @@
 
 Same names, codes and behaviour. Frames are built with one allocation and
 ``memcpy``; counters are C integers; each method runs without releasing the
-GIL, so each is atomic with respect to other threads.
+GIL, so each is atomic with respect to other threads (``write`` releases it
+only inside the socket's own send calls). ``write`` runs no Python code, so
+an interrupt raised into the writing thread lands before or after it.
 """
+
+from jsclient.protocol.commands import frame_start
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append, PyList_GET_SIZE
@@ -24,6 +28,9 @@ FULL = 2
 TOO_BIG = 3
 UNKNOWN_SUBJECT = 4
 WRITE = 5
+DONE = 0
+LEFT = 1
+BUSY = 2
 GATHER_MIN = 16 * 1024
 WRITE_AT = 256 * 1024
 
@@ -92,6 +99,9 @@ cdef class WriteQueue:
     cdef public long long max_payload
     cdef public long long write_at
     cdef public dict subjects
+    cdef public list out
+    cdef public Py_ssize_t out_sent
+    cdef public Py_ssize_t iov_max
 
     def __init__(self, limit):
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -107,6 +117,9 @@ cdef class WriteQueue:
         self.max_payload = 1024 * 1024
         self.write_at = 256 * 1024
         self.subjects = {}
+        self.out = []
+        self.out_sent = 0
+        self.iov_max = 1024
 
     def __len__(self):
         return PyList_GET_SIZE(self._chunks)
@@ -200,3 +213,81 @@ cdef class WriteQueue:
             size += PyBytes_GET_SIZE(c)
         self.nbytes -= size
         return taken, size
+
+    def write(self, sock, int flags, bint gather):
+        cdef list chunks
+        cdef list out
+        cdef list bufs
+        cdef Py_ssize_t sent
+        cdef Py_ssize_t left
+        cdef bint big
+        if not self.out:
+            big = self.big
+            chunks = self.take()[0]
+            if not chunks:
+                return 0
+            if PyList_GET_SIZE(chunks) == 1:
+                self.out = chunks
+            elif big and gather:
+                self.out = _gather(chunks)
+            else:
+                self.out = [b"".join(chunks)]
+            self.out_sent = 0
+        out = self.out
+        while out:
+            try:
+                if PyList_GET_SIZE(out) > 1:
+                    bufs = out[:self.iov_max]
+                    if self.out_sent:
+                        bufs[0] = memoryview(out[0])[self.out_sent:]
+                    sent = sock.sendmsg(bufs, (), flags)
+                elif self.out_sent:
+                    sent = sock.send(memoryview(out[0])[self.out_sent:], flags)
+                else:
+                    sent = sock.send(out[0], flags)
+            except BlockingIOError:
+                return 1
+            while sent:
+                left = len(out[0]) - self.out_sent
+                if sent < left:
+                    self.out_sent += sent
+                    break
+                sent -= left
+                del out[0]
+                self.out_sent = 0
+        return 0
+
+    def try_write(self, token, sock, int flags, bint gather):
+        if not token.acquire(False):
+            return 2
+        try:
+            return self.write(sock, flags, gather)
+        finally:
+            token.release()
+
+    def recover(self):
+        cdef list out = self.out
+        if out:
+            first = out[0]
+            out[0] = first[frame_start(first, self.out_sent):]
+            for buf in reversed(out):
+                if len(buf):
+                    self.push_front(bytes(buf))
+        self.out = []
+        self.out_sent = 0
+
+
+cdef list _gather(list chunks):
+    cdef list bufs = []
+    cdef list small = []
+    for c in chunks:
+        if PyBytes_GET_SIZE(c) >= C_GATHER_MIN:
+            if small:
+                bufs.append(small[0] if len(small) == 1 else b"".join(small))
+                small = []
+            bufs.append(c)
+        else:
+            small.append(c)
+    if small:
+        bufs.append(small[0] if len(small) == 1 else b"".join(small))
+    return bufs

@@ -36,7 +36,10 @@ def track(client: Any) -> None:
     if not _hooked:
         with _hook_lock:
             if not _hooked:
-                os.register_at_fork(after_in_child=_after_fork_in_child)
+                # POSIX only; elsewhere the pid check in Connection.check_owner remains.
+                register = getattr(os, "register_at_fork", None)
+                if register is not None:
+                    register(after_in_child=_after_fork_in_child)
                 _hooked = True
     _live.add(client)
 

@@ -214,5 +214,9 @@ class LazyFuture(Future[T]):
         if not self._lz_done:
             return f"<{type(self).__name__} at {id(self):#x} state=pending>"
         if self._lz_exc is not None:
-            return f"<{type(self).__name__} at {id(self):#x} state=finished raised {self._lz_exc!r}>"
-        return f"<{type(self).__name__} at {id(self):#x} state=finished returned {self._lz_value!r}>"
+            return (
+                f"<{type(self).__name__} at {id(self):#x} state=finished raised {self._lz_exc!r}>"
+            )
+        return (
+            f"<{type(self).__name__} at {id(self):#x} state=finished returned {self._lz_value!r}>"
+        )

@@ -1,8 +1,18 @@
-"""Small thread helpers shared by a connection: one timer thread, one callback thread.
+"""Small thread helpers shared by a connection: timers, callback runners, safe signals.
 
-Both are named, stop cleanly, and never wait without a timeout. User callbacks
-(error_cb, disconnected_cb, ...) run on the callback thread, never on the
-socket reader thread; an exception from a callback is logged, not propagated.
+The threads are named, stop cleanly, and never wait without a timeout. User
+callbacks (error_cb, disconnected_cb, ...) run on a callback runner, never on
+the socket reader thread; an exception from a callback is logged, not
+propagated.
+
+Interrupt safety: ``threading.Event`` and ``threading.Condition`` enter their
+lock in Python code (``Condition.__enter__``), so an exception raised into a
+thread right there (a ``KeyboardInterrupt`` in the main thread) can leave the
+lock held for good, and every later ``set()`` blocks forever, on a library
+thread too. Whatever a user's thread may call here takes locks only with a
+``with`` on a plain lock, whose enter and exit are C calls that the
+interpreter pairs: :class:`Wake` and :class:`Flag` replace Event, and the
+Scheduler's condition is entered through its lock.
 """
 
 from __future__ import annotations
@@ -29,6 +39,68 @@ def remaining(deadline: float | None, cap: float | None) -> float | None:
     return left if cap is None else min(left, cap)
 
 
+class Wake:
+    """A wake-up for one waiting thread (auto-reset): ``set`` is one C call, from any thread."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        try:
+            self._lock.release()
+        except RuntimeError:
+            pass  # already set
+
+    def clear(self) -> None:
+        self._lock.acquire(False)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until set (and consume it), at most ``timeout`` seconds."""
+        return bool(self._lock.acquire(timeout=timeout))
+
+
+class Flag:
+    """``threading.Event``'s ``set``/``clear``/``is_set``/``wait``, safe against interrupts.
+
+    Its lock is entered only with ``with`` on a plain lock. A waiter sleeps in
+    slices of at most ``_IDLE_WAIT``, so a notify lost to an interrupt in the
+    setting thread delays it by one slice at most.
+    """
+
+    __slots__ = ("_cond", "_lock", "_set")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._set = False
+
+    def set(self) -> None:
+        with self._lock:
+            self._set = True
+            self._cond.notify_all()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._set:
+            left = _IDLE_WAIT if deadline is None else min(_IDLE_WAIT, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            with self._lock:
+                if not self._set:
+                    self._cond.wait(left)
+        return True
+
+
 class TimerHandle:
     """What :meth:`Scheduler.call_later` returns; ``cancel()`` stops it from running."""
 
@@ -52,7 +124,8 @@ class Scheduler:
 
     def __init__(self, name: str) -> None:
         self._heap: list[tuple[float, int, TimerHandle]] = []
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)  # entered through _lock (see module)
         self._seq = itertools.count()
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -60,14 +133,14 @@ class Scheduler:
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> TimerHandle:
         handle = TimerHandle(time.monotonic() + max(0.0, delay), fn, args)
-        with self._cond:
+        with self._lock:
             heapq.heappush(self._heap, (handle.when, next(self._seq), handle))
             if self._heap[0][2] is handle:
                 self._cond.notify()
         return handle
 
     def stop(self, timeout: float = 2.0) -> None:
-        with self._cond:
+        with self._lock:
             self._stopped = True
             self._heap.clear()
             self._cond.notify()
@@ -76,7 +149,7 @@ class Scheduler:
 
     def _run(self) -> None:
         while True:
-            with self._cond:
+            with self._lock:
                 if self._stopped:
                     return
                 if not self._heap:

@@ -6,6 +6,7 @@ import itertools
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -92,6 +93,8 @@ class Client:
         self._sid = itertools.count(1)
         self._subject_cache: dict[str, bytes] = {}
         self._listeners: list[Callable[[str], None]] = []
+        # JetStream pull contexts (consume, messages, fetch) that drain() drains.
+        self._drainables: weakref.WeakSet[Any] = weakref.WeakSet()
         # First: it checks the options (server URLs), before any thread exists.
         self._conn = Connection(self, opts, self._subs, Msg)
         self._w = self._conn.writer
@@ -298,9 +301,7 @@ class Client:
         """
         rc = self._wq.ack(subject, body)
         if rc != _QUEUED and not self._w.queued(rc):  # the common case needs no call
-            self._w.send(
-                b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body), 1
-            )
+            self._w.send(b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body), 1)
 
     def _publish_raw(self, data: bytes, payload_len: int) -> None:
         """Send an already encoded PUB/HPUB (JetStream fast paths)."""
@@ -483,7 +484,7 @@ class Client:
                 # reading for its reply sees the socket go first).
                 raise errors.ConnectionClosedError()
             raise errors.TimeoutError()
-        msg = waiter.msg
+        msg: Msg | None = waiter.msg
         if msg is None:
             raise errors.ConnectionClosedError()
         hdr_in = msg._hdr
@@ -515,7 +516,6 @@ class Client:
             subj = self._subject_bytes(subject)
         reply = self._resp_prefix_b + token.encode()
         plen = len(payload)
-        conn = self._conn
         max_payload = self._wq.max_payload
         if hdr is None:
             if plen > max_payload:
@@ -712,16 +712,29 @@ class Client:
     # -- draining and closing -----------------------------------------------
 
     def drain(self, timeout: float | None = 30.0) -> None:
-        """Unsubscribe everything, process what is queued, flush, and close."""
+        """Stop receiving, let what was received be processed, flush, and close.
+
+        Subscriptions are unsubscribed and their queued messages still handed
+        out; JetStream ``consume()``, ``messages()`` and fetches stop pulling,
+        and the messages they hold are still delivered (a consume callback
+        runs for each; a thread iterating ``messages()`` or a fetch reads
+        them), so their acks go out before the connection closes. Waits up to
+        ``timeout`` for callbacks and readers, then DrainTimeoutError (the
+        connection is closed either way).
+        """
         if self.is_closed:
             return
         self._conn.check_owner()
         deadline = None if timeout is None else time.monotonic() + timeout
         conn = self._conn
         user_subs = [s for s in self._subs.values() if isinstance(s, Subscription)]
+        contexts = list(self._drainables)
         if conn.status is CONNECTED:
             conn._set_status(DRAINING)
+        late = False
         try:
+            for ctx in contexts:
+                ctx._drain_begin()  # no more pulls; buffered messages stay
             for sub in user_subs:
                 try:
                     self._send_unsub(sub.sid, 0)
@@ -734,18 +747,22 @@ class Client:
             for sub in user_subs:
                 self._remove_sub(sub.sid)
                 sub._finish(None)
+            me = threading.current_thread()
             for sub in user_subs:
                 t = sub._dispatcher
-                if t is not None and t is not threading.current_thread():
+                if t is not None and t is not me:
                     t.join(_left(deadline, None))
-                    if t.is_alive():
-                        raise errors.DrainTimeoutError()
+                    late = late or t.is_alive()
+            for ctx in contexts:
+                late = not ctx._drain_wait(deadline) or late
             try:
-                conn.flush(_left(deadline, 5.0))
+                conn.flush(_left(deadline, 5.0))  # the acks of what was just processed
             except errors.Error:
                 pass
         finally:
             self.close()
+        if late:
+            raise errors.DrainTimeoutError()
 
     def close(self) -> None:
         """Close now: buffered writes get a short best-effort flush; waiters are released.

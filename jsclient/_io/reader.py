@@ -122,11 +122,10 @@ class Reader:
                     continue
                 if rs.waiters:
                     rs.hand_over()
-            except errors.ProtocolError as exc:
-                link.lost(sock, exc)
-            except OSError as exc:
-                link.lost(sock, exc)
-            except BaseException as exc:  # noqa: BLE001 - the reader thread must not die
+            except (errors.ProtocolError, OSError) as exc:
+                if sock is not None:
+                    link.lost(sock, exc)
+            except BaseException as exc:
                 # A bug in delivery (or an exception raised into this thread):
                 # report it, drop the socket, reconnect.
                 log.exception("jsclient: unexpected error on the reader thread")
@@ -265,8 +264,11 @@ class Reader:
             while link._sock is sock and link.status is not CLOSED:
                 if rs.backlog:
                     rs.flush_backlog()
-                pending_out = writer.write_tls(sock) if not pending_out else pending_out
+                if not pending_out:
+                    pending_out = writer.write_tls(sock)
                 wlist = [sock] if pending_out else []
+                r: list[Any]
+                w: list[Any]
                 if isinstance(sock, ssl.SSLSocket) and sock.pending():
                     r, w = [sock], []
                 else:

@@ -10,13 +10,14 @@ thread about to wait for a reply, or one that finds the queue past
 flusher). The token only orders writers; nobody waits for it but the flusher
 and :meth:`Writer.recover`, and nobody holds another lock across I/O.
 
-Partial writes: buffers taken from the queue go to :attr:`Writer.out`, each
-starting at a command boundary, with :attr:`Writer.out_sent` bytes of the
-first already written. When the socket is lost, :meth:`Writer.recover` puts
-them back in front of the queue from the start of the command that was cut
-(:func:`jsclient.protocol.commands.frame_start`), so the next server gets
-whole commands, after the resubscriptions, and the commands written whole
-before the cut are not sent twice.
+Partial writes: the write queue's ``write`` moves what is queued to its
+``out`` buffers, each starting at a command boundary, and advances
+``out_sent`` by what each send took, in one call of the Cython twin (so an
+interrupt raised into a writing thread never makes it send bytes twice or
+skip them). When the socket is lost, :meth:`Writer.recover` puts ``out``
+back in front of the queue from the start of the command that was cut, so
+the next server gets whole commands, after the resubscriptions, and the
+commands written whole before the cut are not sent twice.
 
 Bounds: while connected the queue holds at most ``pending_size`` bytes. A
 writer that would go beyond makes room first (:meth:`Writer.make_room`): it
@@ -48,18 +49,21 @@ from typing import Protocol
 
 from jsclient import _impl, errors
 from jsclient._io.options import CLOSED, CONNECTED, DRAINING, FORKED, Options
-from jsclient.protocol.commands import frame_start
+from jsclient._threads import Wake
 
 _writer = _impl.writer
+_LEFT = _writer.LEFT
+_BUSY = _writer.BUSY
+_DONE = _writer.DONE
 _QUEUED = _writer.QUEUED
 _KICK = _writer.KICK
 _FULL = _writer.FULL
 _WRITE = _writer.WRITE
-GATHER_MIN = _writer.GATHER_MIN
 _HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
 #: Inline writers need a send that never blocks; where there is none, only the flusher writes.
 DONTWAIT: int = getattr(socket, "MSG_DONTWAIT", 0)
-INLINE = DONTWAIT != 0
+#: Only with the Cython twin, whose write calls are interrupt-safe (see module docstring).
+INLINE = DONTWAIT != 0 and _impl.IMPL == "c"
 try:
     _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX")))
 except (AttributeError, ValueError, OSError):
@@ -67,8 +71,6 @@ except (AttributeError, ValueError, OSError):
 #: The longest any wait here sleeps before it looks at the state again.
 WAIT_SLICE = 1.0
 _WOULD_BLOCK = (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError)
-
-Buf = bytes | memoryview
 
 
 class Link(Protocol):
@@ -92,13 +94,13 @@ class Writer:
         self.link = link
         self.opts = opts
         self.wq = _writer.WriteQueue(max(1, opts.pending_size))
+        self.wq.iov_max = _IOV_MAX
         self.token = threading.Lock()  # held by whoever is writing to the socket
-        self.event = threading.Event()  # wakes the flusher
-        self.room = threading.Condition(threading.Lock())
+        self.event = Wake()  # wakes the flusher (setting it is one C call)
+        self.room_lock = threading.Lock()
+        self.room = threading.Condition(self.room_lock)  # entered through room_lock
         self.room_waiters = 0
         self.held = 0  # bytes queued while disconnected (reconnect buffer limit)
-        self.out: list[Buf] = []  # taken, not yet written whole (token holder only)
-        self.out_sent = 0  # bytes of out[0] already written
         self.failed: socket.socket | None = None  # a socket a send failed on: never retried
         self.thread: threading.Thread | None = None
 
@@ -163,22 +165,18 @@ class Writer:
         if rc == _FULL:
             self._send_slow(data, payload_len, msgs)
             return
-        if self.link._is_tls or not INLINE or not self.token.acquire(False):
+        if self.link._is_tls or not INLINE or self._try_write() == _BUSY:
             if rc == _KICK:
                 self.kick()
             elif rc == _WRITE and not wq.kicked:
                 wq.kicked = True
                 self.kick()
             return
-        try:
-            self.write(wait=False)
-        finally:
-            self.token.release()
         if rc == _KICK:
             wq.kicked = False  # our claim to wake the flusher: written here instead
         # Cleared before looking, as the flusher does: a frame queued meanwhile
         # is seen here, or its writer saw the flag clear and woke the flusher.
-        if (len(wq) or self.out) and not wq.kicked:
+        if (len(wq) or wq.out) and not wq.kicked:
             wq.kicked = True
             self.kick()
 
@@ -197,12 +195,7 @@ class Writer:
         A thread publishing in a loop so writes in batches of that size, as one
         thread on a plain socket would, instead of handing each to the flusher.
         """
-        if not self.link._is_tls and INLINE and self.token.acquire(False):
-            try:
-                self.write(wait=False)
-            finally:
-                self.token.release()
-        elif not self.wq.kicked:
+        if (self.link._is_tls or not INLINE or self._try_write() == _BUSY) and not self.wq.kicked:
             self.wq.kicked = True
             self.kick()
 
@@ -216,14 +209,10 @@ class Writer:
             if status is not CONNECTED and status is not DRAINING:
                 self.check_buffer(status, n)  # disconnected meanwhile: the reconnect buffer
                 return
-            if not link._is_tls and INLINE and self.token.acquire(False):
-                try:
-                    written = self.write(wait=False)
-                finally:
-                    self.token.release()
-                if written:
-                    continue
-                # The socket is full: the flusher waits on it; this thread waits for room.
+            if not link._is_tls and INLINE and self._try_write() == _DONE:
+                continue
+            # The token is busy, or the socket is full: the flusher waits on
+            # it; this thread waits for room.
             now = time.monotonic()
             if deadline is None:
                 deadline = now + self.opts.flush_timeout
@@ -235,7 +224,7 @@ class Writer:
                 )
             wq.kicked = True
             self.kick()
-            with self.room:
+            with self.room_lock:
                 # Counted before the check, and takers subtract before they look
                 # at the count: either they see this waiter or it sees the room.
                 self.room_waiters += 1
@@ -272,98 +261,70 @@ class Writer:
 
     def idle(self) -> bool:
         """Nothing queued and nothing half written."""
-        return not len(self.wq) and not self.out
+        return not len(self.wq) and not self.wq.out
 
     # -- writing (the token holder) ---------------------------------------------
 
-    def _take(self) -> bool:
-        """Move everything queued to ``out``; False when there was nothing."""
-        wq = self.wq
-        big = wq.big  # read before take() clears it
-        chunks, size = wq.take()
-        if not chunks:
-            return False
-        if size and self.room_waiters:
-            with self.room:
-                self.room.notify_all()
-        if len(chunks) == 1:
-            self.out = [chunks[0]]
-        elif big and _HAS_SENDMSG and not self.link._is_tls:
-            self.out = _gather(chunks)  # large frames go to the kernel as they are
-        else:
-            self.out = [b"".join(chunks)]
-        self.out_sent = 0
-        return True
+    def write(self) -> None:
+        """The flusher: write what is half written, then the queue, waiting for the socket.
 
-    def write(self, wait: bool = True) -> bool:
-        """Write ``out`` and then the queue to the socket; the caller holds the token.
+        The caller holds the token. Everyone else writes only what the socket
+        takes at once (:meth:`_try_write`), so no caller blocks on a full socket.
+        """
+        sock = self.link._sock
+        if sock is None or sock is self.failed:
+            return  # a failed socket: the connection has not noticed yet; recover() re-queues
+        try:
+            self.wq.write(sock, 0, _HAS_SENDMSG)
+        except OSError as exc:
+            # ``out`` stays as it is, exact: recover() re-queues it from the
+            # cut command once the connection has noticed.
+            self.failed = sock
+            self.link.abort_socket(sock, exc)
+        finally:
+            if self.room_waiters:
+                with self.room_lock:
+                    self.room.notify_all()
 
-        Only the flusher waits for the socket (``wait``); a caller writing
-        inline sends what the socket takes now and leaves the rest in ``out``
-        for the flusher, so no caller ever blocks on a full socket. Returns
-        False when bytes were left behind (the flusher is kicked).
+    def _try_write(self) -> int:
+        """Write from this thread if no other holds the token: DONE, LEFT or BUSY.
+
+        One call of the write queue takes the token, writes without blocking
+        and gives the token back (see :meth:`WriteQueue.try_write`).
         """
         sock = self.link._sock
         if sock is None:
-            return True
+            return int(_DONE)
         if sock is self.failed:
-            return False  # the connection has not noticed yet; recover() will re-queue
-        if not self.out and not self._take():
-            return True
-        flags = 0 if wait else DONTWAIT
-        out = self.out
+            return int(_LEFT)
+        wq = self.wq
         try:
-            while out:
-                if len(out) > 1:
-                    bufs = out[:_IOV_MAX]
-                    if self.out_sent:
-                        bufs[0] = memoryview(out[0])[self.out_sent :]
-                    sent = sock.sendmsg(bufs, (), flags)
-                elif self.out_sent:
-                    sent = sock.send(memoryview(out[0])[self.out_sent :], flags)
-                else:
-                    sent = sock.send(out[0], flags)
-                self._advance(sent)
-        except _WOULD_BLOCK:
-            if not wait:
-                self.wq.kicked = True
-                self.kick()
-            return False
+            rc: int = wq.try_write(self.token, sock, DONTWAIT, _HAS_SENDMSG)
         except OSError as exc:
-            # ``out`` stays as it is, with out_sent exact: recover() re-queues
-            # it from the cut command once the connection has noticed.
             self.failed = sock
             self.link.abort_socket(sock, exc)
-            return False
-        return True
-
-    def _advance(self, sent: int) -> None:
-        """``sent`` more bytes of ``out`` were written."""
-        out = self.out
-        while sent:
-            left = len(out[0]) - self.out_sent
-            if sent < left:
-                self.out_sent += sent
-                return
-            sent -= left
-            del out[0]
-            self.out_sent = 0
+            return int(_LEFT)
+        if self.room_waiters:
+            with self.room_lock:
+                self.room.notify_all()
+        if rc == _LEFT and not wq.kicked:
+            wq.kicked = True
+            self.kick()  # the flusher finishes what the socket did not take
+        return rc
 
     def write_tls(self, sock: socket.socket) -> bool:
         """Reader thread over TLS: write what it can without blocking; True if more is left."""
-        if not self.out:
-            self.wq.kicked = False
-            if not self._take():
-                return False
-        out = self.out
-        while out:
-            view = memoryview(out[0])[self.out_sent :] if self.out_sent else out[0]
-            try:
-                sent = sock.send(view)
-            except _WOULD_BLOCK:
-                return True
-            self._advance(sent)  # an OSError goes to the TLS loop, which drops the socket
-        return False
+        wq = self.wq
+        if not wq.out:
+            wq.kicked = False  # cleared before the queue is looked at, as the flusher does
+        try:
+            return bool(wq.write(sock, 0, False) == _LEFT)  # an OSError drops the socket
+        except _WOULD_BLOCK:
+            return True
+        finally:
+            if self.room_waiters:
+                with self.room_lock:
+                    self.room.notify_all()
 
     def recover(self) -> None:
         """The socket is gone: put what was half written back, from the cut command on.
@@ -372,20 +333,9 @@ class Writer:
         a flusher blocked in ``send`` returns at once and gives up the token).
         """
         with self.token:
-            out = self.out
-            if not out:
-                self.out_sent = 0
-                return
-            first = out[0]
-            start = frame_start(first, self.out_sent)
-            out[0] = first[start:]
-            for buf in reversed(out):
-                if len(buf):
-                    self.wq.push_front(buf if type(buf) is bytes else bytes(buf))
-            self.out = []
-            self.out_sent = 0
+            self.wq.recover()
         if self.room_waiters:
-            with self.room:
+            with self.room_lock:
                 self.room.notify_all()  # they look at the connection's state again
 
     def _flush_loop(self) -> None:
@@ -396,7 +346,7 @@ class Writer:
             ev.clear()
             wq.kicked = False
             sock = link._sock
-            if (not len(wq) and not self.out) or sock is None:
+            if (not len(wq) and not wq.out) or sock is None:
                 if link.status is CLOSED:
                     return
                 ev.wait(WAIT_SLICE)
@@ -411,20 +361,3 @@ class Writer:
         if t is not None and t is not threading.current_thread():
             self.event.set()
             t.join(timeout)
-
-
-def _gather(chunks: list[bytes]) -> list[Buf]:
-    """Buffers for one gather write: runs of small frames joined, large ones as they are."""
-    bufs: list[Buf] = []
-    small: list[bytes] = []
-    for c in chunks:
-        if len(c) >= GATHER_MIN:
-            if small:
-                bufs.append(small[0] if len(small) == 1 else b"".join(small))
-                small = []
-            bufs.append(c)
-        else:
-            small.append(c)
-    if small:
-        bufs.append(small[0] if len(small) == 1 else b"".join(small))
-    return bufs

@@ -31,7 +31,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jsclient import errors
 from jsclient._future import LazyFuture

@@ -65,7 +65,7 @@ class JetStream:
         timeout: float = 5.0,
         publish_async_max_pending: int = 4000,
         publish_async_stall_wait: float = 0.2,
-        publish_async_timeout: float | None | object = _DEFAULT,
+        publish_async_timeout: float | object | None = _DEFAULT,
     ) -> None:
         if domain:
             if prefix != DEFAULT_PREFIX:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
-from jsclient._threads import log
+from jsclient._threads import Flag, log
 from jsclient.api import ConsumerInfo
 from jsclient.jetstream._pull_engine import (
     NO_RESPONDERS,
@@ -199,7 +199,7 @@ class OrderedConsumer:
         except errors.Error as exc:  # gone already, or the server is away: it expires anyway
             log.debug("jsclient: deleting replaced ordered consumer %s: %s", name, exc)
 
-    def _reset(self, wake: threading.Event | None = None, deadline: float | None = None) -> Engine:
+    def _reset(self, wake: Flag | None = None, deadline: float | None = None) -> Engine:
         """Recreate with backoff; raises the last error after ``max_reset_attempts``
         (or when the next attempt would come after ``deadline``, a monotonic time)."""
         delay = _BACKOFF_FIRST
@@ -219,7 +219,7 @@ class OrderedConsumer:
                 if wake.wait(delay):
                     raise _Stopped()
             else:
-                threading.Event().wait(delay)
+                time.sleep(delay)
             delay = min(delay * 2, _BACKOFF_MAX)
 
     def delete(self) -> None:
@@ -494,7 +494,7 @@ class _OrderedSource:
         self.feed: _OrderedFeed | None = None
         self.stopped = False
         self.resetting = False
-        self._wake = threading.Event()
+        self._wake = Flag()
 
     def start(self) -> None:
         oc = self.oc

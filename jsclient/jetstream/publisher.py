@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 from nats.nuid import NUID
 
 from jsclient import errors
+from jsclient.jetstream._async_pub import PUBLISH_RETRY_ATTEMPTS, PUBLISH_RETRY_WAIT
 from jsclient.jetstream._flight import (
     DEFAULT_RETRY_ON,
     Flight,
@@ -78,7 +79,6 @@ from jsclient.jetstream._flight import (
     _is_expectation,
     _set,
 )
-from jsclient.jetstream._async_pub import PUBLISH_RETRY_ATTEMPTS, PUBLISH_RETRY_WAIT
 from jsclient.jetstream._wire import _pub_ack_fields
 from jsclient.jetstream._wire import parse_pub_ack as _parse_pub_ack
 from jsclient.jetstream._wire import pub_headers as _pub_headers

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jsclient import _impl, errors
-from jsclient._threads import TimerHandle, log
+from jsclient._threads import Flag, TimerHandle, log
 from jsclient.client import Client
 from jsclient.jetstream._pull_engine import (
     BYTES_MODE_BATCH,
@@ -129,6 +129,8 @@ class FetchBatch:
         self._error: BaseException | None = None
         self._lock = threading.Lock()
         self._timers: list[TimerHandle] = []
+        self._taken_at = self._last
+        self._reading = 0  # threads blocked in __next__ (see _drain_wait)
         guard = (engine.js._timeout if no_wait else expires) + EXPIRY_GUARD
         self._deadline = self._last + guard
         inbox = engine.take_inbox()
@@ -140,6 +142,7 @@ class FetchBatch:
             self._timers.append(sched.call_later(heartbeat, self._watch))
         engine.fetches_open += 1
         inbox.target = self._on_msg
+        engine.client._drainables.add(self)
         try:
             engine.publish_pull(self._reply, batch, max_bytes, expires, heartbeat, no_wait, group)
         except BaseException:
@@ -234,20 +237,39 @@ class FetchBatch:
         if self._done:
             raise StopIteration
         get = self._q.get
-        while True:
-            try:
-                item = get(True, WAIT_SLICE)
-            except queue.Empty:
-                if self._engine.client.is_closed:
-                    self._end(errors.ConnectionClosedError())
-                elif _mono() > self._deadline + WAIT_SLICE:
-                    self._end(None)  # the timer thread is gone or late
-                continue
-            if item is _END:
-                self._done = True
-                raise StopIteration
-            msg: Msg = item
-            return msg
+        self._reading += 1
+        try:
+            while True:
+                try:
+                    item = get(True, WAIT_SLICE)
+                except queue.Empty:
+                    if self._engine.client.is_closed:
+                        self._end(errors.ConnectionClosedError())
+                    elif _mono() > self._deadline + WAIT_SLICE:
+                        self._end(None)  # the timer thread is gone or late
+                    continue
+                if item is _END:
+                    self._done = True
+                    self._engine.client._drainables.discard(self)
+                    raise StopIteration
+                self._taken_at = _mono()
+                msg: Msg = item
+                return msg
+        finally:
+            self._reading -= 1
+
+    # -- nc.drain() ----------------------------------------------------------
+
+    def _drain_begin(self) -> None:
+        """The connection drains: the pull ends; what arrived stays to be read."""
+        self._end(None)
+
+    def _drain_wait(self, deadline: float | None) -> bool:
+        """Wait while a thread reads what is buffered; see :func:`wait_read`."""
+        return wait_read(self, deadline)
+
+    def _finished(self) -> bool:
+        return self._done  # the end marker was read
 
 
 class ConsumeContext:
@@ -273,10 +295,12 @@ class ConsumeContext:
         self._report = _Reporter(client, error_cb)
         self._callback = callback
         self._stopped = False
-        self._done = threading.Event()
+        self._done = Flag()
         self._error: BaseException | None = None
+        self._client = client
         self._source = make_source(self._q, self._report)
         self._source.start()
+        client._drainables.add(self)
         self._thread = threading.Thread(
             target=self._run, name=f"jsclient-consume-{name}", daemon=True
         )
@@ -313,7 +337,18 @@ class ConsumeContext:
                     self._report(exc)
         finally:
             self._source.stop()
+            self._client._drainables.discard(self)
             self._done.set()
+
+    def _drain_begin(self) -> None:
+        """The connection drains: stop pulling; the callback gets what is buffered."""
+        self.drain()
+
+    def _drain_wait(self, deadline: float | None) -> bool:
+        """Wait until the callback has had every buffered message."""
+        if self._thread is threading.current_thread():
+            return True  # drained from inside the callback: it cannot wait for itself
+        return self.wait(None if deadline is None else max(0.0, deadline - _mono()))
 
     def stop(self) -> None:
         """Stop pulling and delivering; buffered messages are dropped (redelivered later)."""
@@ -366,8 +401,12 @@ class MessagesContext:
         self._stopped = False
         self._closed = False
         self._error: BaseException | None = None
+        self._client = client
+        self._taken_at = _mono()
+        self._reading = 0  # threads blocked in next() (see _drain_wait)
         self._source = make_source(self._q, self._report)
         self._source.start()
+        client._drainables.add(self)
 
     def __enter__(self) -> MessagesContext:
         return self
@@ -392,36 +431,56 @@ class MessagesContext:
         process = self._source.process
         deadline = None if timeout is None else _mono() + timeout
         wait = WAIT_SLICE
-        while True:
-            if deadline is not None:
-                wait = min(WAIT_SLICE, deadline - _mono())
-                if wait <= 0:
-                    raise errors.TimeoutError()
-            try:
-                item = get(True, wait)
-            except queue.Empty:
-                continue
-            if item is STOP or self._stopped:
-                self._close()
-                raise errors.MsgIteratorClosedError()
-            try:
-                msg = process(item)
-            except Terminal as t:
-                self._error = t.error
-                self._close()
-                raise t.error from None
-            if msg is not None:
-                return msg
+        self._reading += 1
+        try:
+            while True:
+                if deadline is not None:
+                    wait = min(WAIT_SLICE, deadline - _mono())
+                    if wait <= 0:
+                        raise errors.TimeoutError()
+                try:
+                    item = get(True, wait)
+                except queue.Empty:
+                    continue
+                if item is STOP or self._stopped:
+                    self._close()
+                    raise errors.MsgIteratorClosedError()
+                try:
+                    msg = process(item)
+                except Terminal as t:
+                    self._error = t.error
+                    self._close()
+                    raise t.error from None
+                if msg is not None:
+                    self._taken_at = _mono()
+                    return msg
+        finally:
+            self._reading -= 1
 
     def _close(self) -> None:
         self._closed = True
         self._source.stop()
+        self._client._drainables.discard(self)
+
+    # -- nc.drain() ----------------------------------------------------------
+
+    def _drain_begin(self) -> None:
+        """The connection drains: stop pulling; ``next`` returns what is buffered."""
+        self.drain()
+
+    def _drain_wait(self, deadline: float | None) -> bool:
+        """Wait while a thread reads what is buffered; see :func:`wait_read`."""
+        return wait_read(self, deadline)
+
+    def _finished(self) -> bool:
+        return self._closed  # the stop marker was read
 
     def stop(self) -> None:
         """Stop pulling; a blocked or later ``next`` raises ``MsgIteratorClosedError``."""
         self._stopped = True
         self._closed = True
         self._source.stop()
+        self._client._drainables.discard(self)
         self._q.put(STOP)
 
     def drain(self) -> None:
@@ -440,7 +499,27 @@ class MessagesContext:
         return self._error
 
 
-def _wait_event(event: threading.Event, timeout: float | None) -> bool:
+def wait_read(it: Any, deadline: float | None) -> bool:
+    """``nc.drain()`` on an iterator (``messages()``, a fetch): wait while it is being read.
+
+    Its buffered messages are read by whatever thread iterates it; waiting
+    lets that thread have (and ack) them before the connection closes. It
+    ends when the iterator reached its end (the thread came back for more
+    after the last message, so it has handled it), or when nobody is reading
+    it: no thread inside ``next`` and none took a message for ``WAIT_SLICE``
+    (the iterating thread may be the one draining, or gone). False when the
+    deadline passed first.
+    """
+    while not it._finished():
+        if not it._reading and _mono() - it._taken_at > WAIT_SLICE:
+            return True
+        if deadline is not None and _mono() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def _wait_event(event: Flag, timeout: float | None) -> bool:
     deadline = None if timeout is None else _mono() + timeout
     while not event.is_set():
         left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, deadline - _mono())

@@ -364,7 +364,7 @@ class ReadState:
                 return HANDOFF
             self.flush_backlog()
         try:
-            n = sock.recv_into(view, 0, flags)
+            n: int = sock.recv_into(view, 0, flags)
         except BlockingIOError:
             return WOULD_BLOCK
         if n == 0:

@@ -56,6 +56,27 @@ atomic. This specification relies on the GIL not switching threads inside
 jumps), and never replaces its list, so a frame appended during ``take``
 is taken or stays queued.
 
+Writing: ``write(sock, flags, gather)`` is for the one thread that holds the
+connection's write token. It moves everything queued to ``out`` (one joined
+buffer, or with ``gather`` and a large frame among them, runs of small frames
+joined and large frames as they are), then sends ``out`` with
+``sock.send``/``sock.sendmsg`` and ``flags``, advancing ``out`` and
+``out_sent`` (bytes of ``out[0]`` already sent) by what each call took. It
+returns ``DONE`` (0) once ``out`` is empty, or ``LEFT`` (1) when the socket
+took no more (``BlockingIOError``); any other exception of the socket
+propagates with ``out``/``out_sent`` exact. Every buffer of ``out`` starts at
+a command boundary, so ``recover()`` (after the socket is lost) can put them
+back in front of the queue from the start of the command the cut fell in
+(:func:`jsclient.protocol.commands.frame_start`): the next server gets whole
+commands, and the commands sent whole before the cut are not sent twice.
+``try_write(token, sock, flags, gather)`` does the same for a thread that
+does not hold the token: it takes ``token`` (a lock) only if it is free,
+writes, and releases it; ``BUSY`` (2) when another thread holds it.
+In the Cython twin ``write`` and ``try_write`` are each one C call that runs
+no Python code besides the socket's and the lock's methods, so an interrupt
+raised into the writing thread lands before or after it: no byte is sent
+twice or skipped, and the token is never left taken.
+
 ``pub`` takes a ``bytes`` subject and any bytes-like payload (its bytes are
 sent, and counted); ``ack`` a ``str`` subject, encoded as UTF-8
 (``surrogateescape``), and a ``bytes`` body; ``push``/``push_always``/
@@ -65,12 +86,20 @@ written in ASCII decimal.
 
 from __future__ import annotations
 
+from typing import Any
+
+from jsclient.protocol.commands import frame_start
+
 QUEUED = 0
 KICK = 1
 FULL = 2
 TOO_BIG = 3
 UNKNOWN_SUBJECT = 4
 WRITE = 5
+#: ``write`` results.
+DONE = 0
+LEFT = 1
+BUSY = 2
 
 #: Payloads from this size on make ``big`` true: their frames are worth a
 #: gather write (no join copy) on their way to the socket.
@@ -90,13 +119,16 @@ class WriteQueue:
     __slots__ = (
         "_chunks",
         "big",
+        "iov_max",
         "kicked",
         "limit",
         "max_payload",
         "nbytes",
         "open",
+        "out",
         "out_bytes",
         "out_msgs",
+        "out_sent",
         "subjects",
         "write_at",
     )
@@ -115,6 +147,9 @@ class WriteQueue:
         self.max_payload = 1024 * 1024
         self.write_at = WRITE_AT
         self.subjects: dict[str, bytes] = {}
+        self.out: list[Any] = []
+        self.out_sent = 0
+        self.iov_max = 1024
 
     def __len__(self) -> int:
         return len(self._chunks)
@@ -190,3 +225,77 @@ class WriteQueue:
         size = sum(map(len, taken))
         self.nbytes -= size
         return taken, size
+
+    def write(self, sock: Any, flags: int, gather: bool) -> int:
+        if not self.out:
+            big = self.big
+            chunks, _ = self.take()
+            if not chunks:
+                return DONE
+            if len(chunks) == 1:
+                self.out = chunks
+            elif big and gather:
+                self.out = _gather(chunks)
+            else:
+                self.out = [b"".join(chunks)]
+            self.out_sent = 0
+        out = self.out
+        while out:
+            sent: int
+            try:
+                if len(out) > 1:
+                    bufs: list[Any] = out[: self.iov_max]
+                    if self.out_sent:
+                        bufs[0] = memoryview(out[0])[self.out_sent :]
+                    sent = sock.sendmsg(bufs, (), flags)
+                elif self.out_sent:
+                    sent = sock.send(memoryview(out[0])[self.out_sent :], flags)
+                else:
+                    sent = sock.send(out[0], flags)
+            except BlockingIOError:
+                return LEFT
+            while sent:
+                left = len(out[0]) - self.out_sent
+                if sent < left:
+                    self.out_sent += sent
+                    break
+                sent -= left
+                del out[0]
+                self.out_sent = 0
+        return DONE
+
+    def try_write(self, token: Any, sock: Any, flags: int, gather: bool) -> int:
+        if not token.acquire(False):
+            return BUSY
+        try:
+            return self.write(sock, flags, gather)
+        finally:
+            token.release()
+
+    def recover(self) -> None:
+        out = self.out
+        if out:
+            first = out[0]
+            out[0] = first[frame_start(first, self.out_sent) :]
+            for buf in reversed(out):
+                if len(buf):
+                    self.push_front(bytes(buf))
+        self.out = []
+        self.out_sent = 0
+
+
+def _gather(chunks: list[bytes]) -> list[bytes]:
+    """Buffers for one gather write: runs of small frames joined, large ones as they are."""
+    bufs: list[bytes] = []
+    small: list[bytes] = []
+    for c in chunks:
+        if len(c) >= GATHER_MIN:
+            if small:
+                bufs.append(small[0] if len(small) == 1 else b"".join(small))
+                small = []
+            bufs.append(c)
+        else:
+            small.append(c)
+    if small:
+        bufs.append(small[0] if len(small) == 1 else b"".join(small))
+    return bufs

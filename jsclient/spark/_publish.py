@@ -153,7 +153,8 @@ class AckWindow:
         self.window = max(1, window)
         self.timeout = timeout
         self._low = self.window // 2
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)  # entered through _lock
         self._waiting = False
         self.sent = 0  # by the sending thread
         self.done = 0  # under the lock
@@ -174,7 +175,7 @@ class AckWindow:
     # -- reader / callback threads -------------------------------------------
 
     def finish_ok(self, ack: Ack, seq: int, duplicate: bool) -> None:
-        with self._cond:
+        with self._lock:
             if ack.state != PENDING:
                 return
             ack.seq = seq
@@ -185,7 +186,7 @@ class AckWindow:
                 self._cond.notify()
 
     def finish(self, ack: Ack, state: int, error: BaseException) -> None:
-        with self._cond:
+        with self._lock:
             if ack.state != PENDING:
                 return
             ack.error = error
@@ -196,7 +197,7 @@ class AckWindow:
 
     def _on_event(self, event: str) -> None:
         if event in ("disconnected", "closed"):
-            with self._cond:
+            with self._lock:
                 self.epoch += 1
                 self._cond.notify_all()
 

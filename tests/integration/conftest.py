@@ -148,3 +148,12 @@ def nc(nats_server: NatsServer) -> Iterator[jsclient.Client]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def echo(nats_server: NatsServer) -> Iterator[jsclient.Client]:
+    """Another connection on the test's server: ``echo.*`` answers with the payload."""
+    with jsclient.connect(nats_server.url) as peer:
+        peer.subscribe("echo.*", cb=lambda m: m.respond(m.data))
+        peer.flush()
+        yield peer

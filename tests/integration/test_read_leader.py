@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,20 +18,13 @@ from jsclient._io import reader as reader_mod
 from jsclient.server import NatsServer
 
 
-@pytest.fixture
-def echo(nats_server: NatsServer) -> Iterator[jsclient.Client]:
-    """A responder on another connection: ``echo.*`` answers with the payload."""
-    with jsclient.connect(nats_server.url) as peer:
-        peer.subscribe("echo.*", cb=lambda m: m.respond(m.data))
-        peer.flush()
-        yield peer
-
-
 def test_requests_lead_and_linger(echo: jsclient.Client, nc: jsclient.Client) -> None:
     leads = 0
     orig = reader_mod.Reader._lead
 
-    def counting(self: reader_mod.Reader, sock: object, waiter: object, deadline: float | None) -> bool:
+    def counting(
+        self: reader_mod.Reader, sock: object, waiter: object, deadline: float | None
+    ) -> bool:
         nonlocal leads
         leads += 1
         return orig(self, sock, waiter, deadline)  # type: ignore[arg-type]

@@ -293,3 +293,24 @@ def test_cibuildwheel_builds_every_supported_cpython() -> None:
         if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
     }
     assert declared == pythons
+
+
+def test_windows_is_not_claimed() -> None:
+    """POSIX only (poll, MSG_DONTWAIT, register_at_fork): no Windows wheel, no such classifier."""
+    out = _run(
+        [
+            sys.executable,
+            "-m",
+            "cibuildwheel",
+            "--print-build-identifiers",
+            "--platform",
+            "windows",
+        ],
+        cwd=ROOT,
+    ).stdout.split()
+    assert out == []
+    import tomllib
+
+    classifiers = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["classifiers"]
+    systems = [c for c in classifiers if c.startswith("Operating System")]
+    assert systems and all("POSIX" in c or "MacOS" in c for c in systems), systems

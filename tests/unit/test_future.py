@@ -1,15 +1,19 @@
-"""LightFuture behaves as a concurrent.futures.Future for every standard helper."""
+"""LazyFuture behaves as a concurrent.futures.Future for every standard helper,
+and relies on nothing of the stock Future but its public API."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures as cf
+import inspect
 import sys
 import threading
 from collections.abc import Iterator
 
 import pytest
 
-from jsclient._future import LightFuture
+import jsclient._future as future_mod
+from jsclient._future import LazyFuture
 
 
 def _later(delay: float, fn: object) -> None:
@@ -17,34 +21,34 @@ def _later(delay: float, fn: object) -> None:
 
 
 def test_result_blocks_until_set_from_another_thread() -> None:
-    f: LightFuture[int] = LightFuture()
+    f: LazyFuture[int] = LazyFuture()
     _later(0.05, lambda: f.set_result(1))
     assert f.result(timeout=2) == 1
-    assert f.done() and f._cond is not None  # the waiter made the condition
+    assert f.done() and f._lz_real  # the waiter made the stock state
 
 
 def test_no_condition_when_nobody_waits() -> None:
-    f: LightFuture[int] = LightFuture()
+    f: LazyFuture[int] = LazyFuture()
     f.set_result(5)
-    assert f._cond is None and f.result() == 5 and f.done()
-    assert f._w is None and f._cbs is None  # nor waiter or callback lists
+    assert f.result() == 5 and f.done() and f.exception() is None
+    assert not f._lz_real and "_condition" not in vars(f)  # no stock state was made
 
 
 def test_wait_and_as_completed_see_results_and_errors() -> None:
-    f: LightFuture[int] = LightFuture()
-    g: LightFuture[int] = LightFuture()
+    f: LazyFuture[int] = LazyFuture()
+    g: LazyFuture[int] = LazyFuture()
     _later(0.05, lambda: f.set_result(1))
     _later(0.1, lambda: g.set_exception(ValueError("boom")))
     done, not_done = cf.wait([f, g], timeout=2)
     assert done == {f, g} and not not_done
     assert isinstance(g.exception(), ValueError)
-    h: LightFuture[int] = LightFuture()
+    h: LazyFuture[int] = LazyFuture()
     _later(0.02, lambda: h.set_result(3))
     assert [x.result() for x in cf.as_completed([h], timeout=2)] == [3]
 
 
 def test_timeout_and_double_completion() -> None:
-    f: LightFuture[int] = LightFuture()
+    f: LazyFuture[int] = LazyFuture()
     with pytest.raises(cf.TimeoutError):
         f.result(timeout=0.01)
     assert f.try_set_result(1) and not f.try_set_result(2)
@@ -54,7 +58,7 @@ def test_timeout_and_double_completion() -> None:
 
 
 def test_done_callbacks_run_once_before_and_after_completion() -> None:
-    f: LightFuture[int] = LightFuture()
+    f: LazyFuture[int] = LazyFuture()
     seen: list[int] = []
     f.add_done_callback(lambda fut: seen.append(fut.result()))
     f.set_result(7)
@@ -73,7 +77,7 @@ def fast_switching() -> Iterator[None]:
 
 
 def test_racing_completers_exactly_one_wins(fast_switching: None) -> None:
-    futs: list[LightFuture[int]] = [LightFuture() for _ in range(3000)]
+    futs: list[LazyFuture[int]] = [LazyFuture() for _ in range(3000)]
     wins: list[list[int]] = [[], [], []]
     start = threading.Barrier(3)
 
@@ -97,7 +101,7 @@ def test_racing_completers_exactly_one_wins(fast_switching: None) -> None:
 
 
 def test_callbacks_added_while_completing_run_exactly_once(fast_switching: None) -> None:
-    futs: list[LightFuture[int]] = [LightFuture() for _ in range(3000)]
+    futs: list[LazyFuture[int]] = [LazyFuture() for _ in range(3000)]
     calls = [0] * len(futs)
     start = threading.Barrier(2)
 
@@ -117,3 +121,65 @@ def test_callbacks_added_while_completing_run_exactly_once(fast_switching: None)
     for t in threads:
         t.join(30)
     assert calls == [1] * len(futs)
+
+
+def test_relies_on_no_private_part_of_concurrent_futures() -> None:
+    # The stock Future's own state, whatever it is called in this Python: a
+    # LazyFuture must neither define nor name any of it (a new Python may
+    # rename it), nor import the private module that holds it.
+    stock_state = set(vars(cf.Future()))
+    assert stock_state  # e.g. _condition, _state, _result, _waiters ...
+    own = set(LazyFuture.__slots__) | set(vars(LazyFuture))
+    assert not own & stock_state
+    src = inspect.getsource(future_mod)
+    assert "_base" not in src
+    for name in stock_state:
+        assert f".{name}" not in src, name
+
+
+def test_callbacks_run_on_the_runner_when_completed_elsewhere() -> None:
+    ran: list[tuple[str, int]] = []
+    queued: list[tuple[object, ...]] = []
+
+    def runner(fn: object, *args: object) -> None:
+        queued.append((fn, *args))
+
+    f: LazyFuture[int] = LazyFuture(runner)
+    f.add_done_callback(lambda fut: ran.append((threading.current_thread().name, fut.result())))
+    t = threading.Thread(target=f.set_result, args=(4,), name="completer")
+    t.start()
+    t.join(5)
+    assert ran == [] and len(queued) == 1  # handed to the runner, not run by the completer
+    fn, *args = queued[0]
+    fn(*args)  # type: ignore[operator]
+    assert ran == [(threading.current_thread().name, 4)]
+    # Once done, a new callback runs at once in the adding thread, as with a stock future.
+    f.add_done_callback(lambda fut: ran.append(("now", fut.result())))
+    assert ran[-1] == ("now", 4)
+
+
+def test_callbacks_after_the_stock_state_exists_still_go_to_the_runner() -> None:
+    queued: list[object] = []
+    f: LazyFuture[int] = LazyFuture(lambda fn, *a: queued.append(fn))
+    cf.wait([f], timeout=0.01)  # makes the stock state
+    assert f._lz_real
+    f.add_done_callback(lambda fut: None)
+    f.set_result(1)
+    assert len(queued) == 1 and f.result() == 1
+
+
+def test_cannot_be_cancelled() -> None:
+    f: LazyFuture[int] = LazyFuture()
+    assert not f.cancel() and not f.cancelled() and not f.running()
+    f.set_result(2)
+    assert not f.cancel() and f.result() == 2
+
+
+def test_asyncio_can_await_it() -> None:
+    f: LazyFuture[int] = LazyFuture()
+
+    async def main() -> int:
+        _later(0.02, lambda: f.set_result(9))
+        return await asyncio.wrap_future(f)
+
+    assert asyncio.run(main()) == 9
