@@ -49,7 +49,7 @@ from typing import Protocol
 
 from jsclient import _impl, errors
 from jsclient._io.options import CLOSED, CONNECTED, DRAINING, FORKED, Options
-from jsclient._threads import Wake
+from jsclient._threads import Wake, log
 
 _writer = _impl.writer
 _LEFT = _writer.LEFT
@@ -343,17 +343,21 @@ class Writer:
         wq = self.wq
         link = self.link
         while True:
-            ev.clear()
-            wq.kicked = False
-            sock = link._sock
-            if (not len(wq) and not wq.out) or sock is None:
-                if link.status is CLOSED:
-                    return
-                ev.wait(WAIT_SLICE)
-                continue
-            with self.token:
-                self.write()
-            if link._sock is not sock or sock is self.failed:
+            try:
+                ev.clear()
+                wq.kicked = False
+                sock = link._sock
+                if (not len(wq) and not wq.out) or sock is None:
+                    if link.status is CLOSED:
+                        return
+                    ev.wait(WAIT_SLICE)
+                    continue
+                with self.token:
+                    self.write()
+                if link._sock is not sock or sock is self.failed:
+                    ev.wait(WAIT_SLICE)
+            except Exception:  # the flusher must not die: log, wait a slice, go on
+                log.exception("jsclient: unexpected error on the flusher thread")
                 ev.wait(WAIT_SLICE)
 
     def join(self, timeout: float) -> None:

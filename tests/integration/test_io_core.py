@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import random
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -102,18 +103,29 @@ def test_async_interrupts_into_a_requester_lose_no_frame(
         feeder = _feed(echo, n, stop)
         rng = random.Random(7)
         deadline = time.monotonic() + 8
-        sent = 0
-        while time.monotonic() < deadline and sent < 1500:
-            time.sleep(rng.uniform(0, 0.002))
-            _raise_in(req, Interrupt)
-            sent += 1
-            assert handled.acquire(timeout=10), "the requester did not see its interrupt"
+        sent = swallowed = 0
+        # An exception raised into a thread can land in a finalizer that the
+        # garbage collector runs in that thread; Python then reports it as
+        # unraisable instead of raising it. Those are counted, not lost frames.
+        unraisable: list[Any] = []
+        old_hook = sys.unraisablehook
+        sys.unraisablehook = lambda u: unraisable.append(u.exc_type)
+        try:
+            while time.monotonic() < deadline and sent < 1500:
+                time.sleep(rng.uniform(0, 0.002))
+                _raise_in(req, Interrupt)
+                sent += 1
+                if not handled.acquire(timeout=3):
+                    swallowed += 1
+        finally:
+            sys.unraisablehook = old_hook
         got = _all_in_order(sub, n)
         stop.set()
         req.join(10)
         feeder.join(10)
         assert got == list(range(n))  # every frame of the other subscription, once, in order
-        assert counts["interrupted"] == sent and counts["ok"] > 100
+        assert swallowed == unraisable.count(Interrupt) and swallowed < sent // 50
+        assert counts["interrupted"] == sent - swallowed and counts["ok"] > 100
         assert nc.stats["reconnects"] == 0 and not reported  # never desynchronised
         assert nc.request("echo.b", b"after", timeout=2).data == b"after"
     finally:
@@ -402,6 +414,7 @@ def test_the_readers_pong_never_waits_for_room() -> None:
 def test_the_timer_threads_503_retry_never_waits_for_room(nats_server: NatsServer) -> None:
     nc = jsclient.connect(nats_server.url, pending_size=64 * 1024, flush_timeout=4.0)
     token = nc._conn.writer.token  # held by whoever writes to the socket
+    held = False
     try:
         js = nc.jetstream()
         fut = js.publish_async("nostream.x", b"?")  # 503: retried from the timer thread
@@ -409,6 +422,7 @@ def test_the_timer_threads_503_retry_never_waits_for_room(nats_server: NatsServe
         # As when the flusher is stuck in a send to a stalled socket: nobody
         # writes, and a filler fills the queue to pending_size and waits.
         assert token.acquire(timeout=2)
+        held = True
         filled = threading.Event()
 
         def fill() -> None:
@@ -428,9 +442,10 @@ def test_the_timer_threads_503_retry_never_waits_for_room(nats_server: NatsServe
         assert probe.wait(3), "the timer thread was blocked"
         assert time.monotonic() - t0 < 1.0  # the retry (due meanwhile) did not wait for room
         token.release()
+        held = False
         assert isinstance(fut.exception(timeout=10), errors.NoStreamResponseError)
     finally:
-        if token.locked():
+        if held:
             token.release()
         nc.close()
 
