@@ -7,15 +7,18 @@ these futures are never waited on one by one: they complete on a library
 thread and are read after ``publish_async_complete()``.
 
 So a :class:`LazyFuture` keeps its outcome in fields of its own and does not
-call ``Future.__init__`` until it must. It uses no private part of
-``concurrent.futures``: its own methods implement the public ``Future`` API,
-and the first time anything else reads an attribute it does not have (the
-helpers ``concurrent.futures.wait()`` and ``as_completed()``, or a ``Future``
-method it does not override, read the stock future's private state, whatever
-it is called), ``__getattr__`` runs ``Future.__init__`` and replays the
-outcome through the public ``set_result``/``set_exception``. From then on the
-stock machinery does the work. A new Python that renames the stock state
-changes nothing here.
+call ``Future.__init__`` until it must. It interprets no private part of
+``concurrent.futures``: its own methods implement the public ``Future`` API.
+The helpers ``concurrent.futures.wait()`` and ``as_completed()``, and any
+``Future`` method it does not override, read the stock future's own state,
+whatever it is called: the names are taken at import from a stock instance
+(``vars(Future())``), and for each the class gets a small descriptor that,
+on first access, runs ``Future.__init__`` and replays the outcome through the
+public ``set_result``/``set_exception``. From then on the stock machinery does
+the work. A new Python that renames or adds stock state changes nothing
+here. (A ``__getattr__`` would do the same, but its mere presence stops
+CPython from specialising attribute access on the class: every read of a
+field on the ack path would take the slow path.)
 
 Done callbacks run on ``runner`` (given at construction; the client's
 user-callback thread) when the future completes on a library thread, never
@@ -46,6 +49,31 @@ _lock = threading.Lock()
 _log = logging.getLogger("concurrent.futures")
 
 
+class _Stock:
+    """The stock Future's field ``name``: made (by ``Future.__init__``) on first access."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        d = obj.__dict__
+        try:
+            return d[self.name]
+        except KeyError:
+            obj._make_real()
+            return d[self.name]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+    def __delete__(self, obj: Any) -> None:
+        del obj.__dict__[self.name]
+
+
 def _call(fn: Callable[[Any], object], fut: Any) -> None:
     try:
         fn(fut)
@@ -69,13 +97,6 @@ class LazyFuture(Future[T]):
         self._lz_cbs: list[Callable[[Any], object]] | None = None
         self._lz_real = False
         self._lz_runner = runner
-
-    def __getattr__(self, name: str) -> Any:
-        # Reached only for an attribute this object lacks: the stock state.
-        if name.startswith("_lz_") or name.startswith("__") or self._lz_real:
-            raise AttributeError(name)
-        self._make_real()
-        return object.__getattribute__(self, name)
 
     def _make_real(self) -> None:
         with _lock:
@@ -220,3 +241,9 @@ class LazyFuture(Future[T]):
         return (
             f"<{type(self).__name__} at {id(self):#x} state=finished returned {self._lz_value!r}>"
         )
+
+
+# The stock Future's fields, whatever this Python calls them.
+for _name in vars(Future()):
+    setattr(LazyFuture, _name, _Stock(_name))
+del _name

@@ -3,8 +3,10 @@
 Each publish gets a reply token on the client's request mux; the ack is
 parsed on the socket reader thread, which only decodes it and completes the
 future (the future's done callbacks run on the client's user-callback
-thread, never on the reader). State shared by publishing threads, the
-reader, the timer thread and the events thread is changed under one lock.
+thread, never on the reader). What publishing threads, the reader, the timer
+thread and the events thread share is the window (a dict, changed one atomic
+operation at a time: no lock per message) and the waiters' counts (under a
+lock that only waiting and waking take).
 
 - **Window**: at most ``max_pending`` publishes wait for acks; beyond that a
   publisher waits up to ``stall_wait`` for a quarter of the window to free
@@ -30,6 +32,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from time import monotonic as _mono
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -76,6 +79,7 @@ class AsyncPublisher:
         self.completers = 0
         self.sweep: TimerHandle | None = None
         self.listening = False
+        self.runner = client._callbacks.submit  # where the futures' done callbacks run
 
     def publish(
         self,
@@ -87,34 +91,45 @@ class AsyncPublisher:
         if not self.listening:
             self._listen()
         client = self.client
-        ack = _AsyncPub(self, subject, payload, headers, client._callbacks.submit)
-        own = ack_timeout is not None and ack_timeout != self.ack_timeout
-        timeout = ack_timeout if ack_timeout is not None else self.ack_timeout
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"ack_timeout must be positive, got {timeout!r}")
-        swept = timeout is not None and not own
-        with self.lock:
-            if 0 < self.max_pending <= len(self.pending):
-                self._wait_for_room()
-            if swept:
-                # Set under the lock: the window's order is then the deadlines' order.
-                ack.deadline = time.monotonic() + timeout  # type: ignore[operator]
+        ack = _AsyncPub(self, subject, payload, headers, self.runner)
+        own = 0.0  # a timeout of this publish's own, on a timer of its own
+        if ack_timeout is None or ack_timeout == self.ack_timeout:
+            timeout = self.ack_timeout
+            if timeout is not None:
+                ack.deadline = _mono() + timeout
                 if self.sweep is None:
-                    self.sweep = client._scheduler.call_later(timeout, self._sweep)  # type: ignore[arg-type]
-            self.pending[ack] = None
+                    self._arm(timeout)
+        elif ack_timeout > 0:
+            own = ack_timeout
+        else:
+            raise ValueError(f"ack_timeout must be positive, got {ack_timeout!r}")
+        pending = self.pending
+        if 0 < self.max_pending <= len(pending):
+            # Full: publishers queue up on the lock and wait for room in turn.
+            with self.lock:
+                self._wait_for_room()
+        # One dict operation, atomic on its own (as every built-in container's
+        # is, with or without the GIL): no lock per publish. Threads publishing
+        # at once may each add one past the window.
+        pending[ack] = None
         try:
             token = client._send_request(subject, payload, headers, ack)
         except BaseException:
             self._forget(ack)
             raise
         ack.token = token
-        if ack.done:
+        if ack._lz_done:
             # Failed (a disconnect) before the token was set; see abandon().
             client._cancel_request(token)
-        elif own and timeout is not None:
+        elif own:
             # If the ack wins the race with this line, the timer finds it done.
-            ack.timer = client._scheduler.call_later(timeout, self._timed_out, ack)
-        return ack.fut
+            ack.timer = client._scheduler.call_later(own, self._timed_out, ack)
+        return ack
+
+    def _arm(self, delay: float) -> None:
+        with self.lock:
+            if self.sweep is None:
+                self.sweep = self.client._scheduler.call_later(delay, self._sweep)
 
     def complete(self, timeout: float | None) -> None:
         """Wait until every publish so far is acked or failed (TimeoutError after ``timeout``)."""
@@ -157,7 +172,7 @@ class AsyncPublisher:
         with self.lock:
             self.sweep = None
             nxt = 0.0
-            for ack in self.pending:
+            for ack in list(self.pending):  # a copy: others add and remove meanwhile
                 due = ack.deadline
                 if not due:
                     continue  # a timeout of its own (or none)
@@ -171,7 +186,7 @@ class AsyncPublisher:
             self._timed_out(ack)
 
     def _timed_out(self, ack: _AsyncPub) -> None:
-        if not ack.done:
+        if not ack._lz_done:
             self.abandon(
                 ack,
                 errors.TimeoutError(f"nats: timeout waiting for the publish ack on {ack.subject}"),
@@ -184,7 +199,7 @@ class AsyncPublisher:
             return
         st = msg.status
         if st is not None and st[0] == 503:
-            if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack.done:
+            if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack._lz_done:
                 ack.retries += 1
                 ack.token = None
                 self.client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
@@ -199,7 +214,7 @@ class AsyncPublisher:
 
     def _resend(self, ack: _AsyncPub) -> None:
         # Timer thread: retry after a 503 with a fresh reply token; never waits for room.
-        if ack.done:
+        if ack._lz_done:
             return
         client = self.client
         try:
@@ -208,7 +223,7 @@ class AsyncPublisher:
             self.finish(ack, None, exc)
             return
         ack.token = token
-        if ack.done:
+        if ack._lz_done:
             client._cancel_request(token)
 
     def abandon(self, ack: _AsyncPub, exc: BaseException) -> None:
@@ -222,10 +237,8 @@ class AsyncPublisher:
 
     def finish(self, ack: _AsyncPub, result: PubAck | None, exc: BaseException | None) -> bool:
         """Complete the future unless another path did first; True if this call did."""
-        fut = ack.fut
-        if not (fut.try_set_result(result) if exc is None else fut.try_set_exception(exc)):
+        if not ack._complete(result, exc):
             return False
-        ack.done = True
         timer = ack.timer
         if timer is not None:
             timer.cancel()
@@ -233,15 +246,21 @@ class AsyncPublisher:
         return True
 
     def _forget(self, ack: _AsyncPub) -> None:
-        with self.lock:
-            pending = self.pending
-            pending.pop(ack, None)
-            # A stalled publisher is woken only once a quarter of the window is
-            # free: waking it for every ack costs a thread switch per message.
-            if self.stalled and len(pending) <= self.resume_at:
-                self.room.notify()
-            if self.completers and not pending:
-                self.empty.notify_all()
+        # Reader thread, mostly: one dict operation, then a lock only if
+        # someone waits. A waiter counts itself under the lock and then looks
+        # at the window; this removes first and then reads the counts: either
+        # it sees the waiter or the waiter sees the room (and every wait is
+        # bounded anyway).
+        pending = self.pending
+        pending.pop(ack, None)
+        if self.stalled or self.completers:
+            with self.lock:
+                # A stalled publisher is woken only once a quarter of the window
+                # is free: waking it for every ack costs a thread switch per message.
+                if self.stalled and len(pending) <= self.resume_at:
+                    self.room.notify()
+                if self.completers and not pending:
+                    self.empty.notify_all()
 
     def _listen(self) -> None:
         # A weak reference: the client's listener list must not keep every
@@ -265,27 +284,20 @@ class AsyncPublisher:
         client._add_listener(on_event)
 
     def fail_pending(self, exc_type: Callable[[], BaseException]) -> None:
-        with self.lock:
-            acks = list(self.pending)
+        acks = list(self.pending)  # a copy: the reader removes meanwhile
         for ack in acks:
             self.abandon(ack, exc_type())
 
 
-class _AsyncPub:
-    """One async publish waiting for its ack; called with the reply on the reader thread."""
+class _AsyncPub(PubFuture):
+    """One async publish waiting for its ack, and the future ``publish_async`` returns.
 
-    __slots__ = (
-        "deadline",
-        "done",
-        "fut",
-        "headers",
-        "owner",
-        "payload",
-        "retries",
-        "subject",
-        "timer",
-        "token",
-    )
+    Being its own future saves an object per publish. It is also its own
+    reply waiter on the client's request mux: ``deliver`` gets the reply on
+    the socket reader thread.
+    """
+
+    __slots__ = ("deadline", "headers", "owner", "payload", "retries", "subject", "timer", "token")
 
     def __init__(
         self,
@@ -295,16 +307,21 @@ class _AsyncPub:
         headers: bytes | None,
         runner: Callable[..., None],
     ) -> None:
+        # LazyFuture's fields, inline (this runs once per publish).
+        self._lz_done = False
+        self._lz_value = None
+        self._lz_exc = None
+        self._lz_cbs = None
+        self._lz_real = False
+        self._lz_runner = runner
         self.owner = owner
         self.subject = subject
         self.payload = payload
         self.headers = headers
-        self.fut = PubFuture(runner)
         self.token: str | None = None
         self.timer: TimerHandle | None = None
         self.deadline = 0.0  # checked by the owner's sweep (0: a timer of its own, or none)
         self.retries = 0
-        self.done = False
 
     def deliver(self, msg: Msg | None) -> None:
         # The request mux's waiter protocol: the reply, on the socket reader

@@ -125,16 +125,33 @@ def test_callbacks_added_while_completing_run_exactly_once(fast_switching: None)
 
 def test_relies_on_no_private_part_of_concurrent_futures() -> None:
     # The stock Future's own state, whatever it is called in this Python: a
-    # LazyFuture must neither define nor name any of it (a new Python may
-    # rename it), nor import the private module that holds it.
+    # LazyFuture never names or interprets any of it (a new Python may rename
+    # it), nor imports the private module that holds it. Its only contact
+    # with it: a descriptor per name found on a stock instance, which makes
+    # the stock state with Future.__init__ on first access.
     stock_state = set(vars(cf.Future()))
     assert stock_state  # e.g. _condition, _state, _result, _waiters ...
-    own = set(LazyFuture.__slots__) | set(vars(LazyFuture))
+    assert not set(LazyFuture.__slots__) & stock_state
+    for name in stock_state:
+        assert isinstance(vars(LazyFuture)[name], future_mod._Stock)
+    own = {n for n, v in vars(LazyFuture).items() if not isinstance(v, future_mod._Stock)}
     assert not own & stock_state
     src = inspect.getsource(future_mod)
     assert "_base" not in src
     for name in stock_state:
-        assert f".{name}" not in src, name
+        assert f".{name}" not in src and f'"{name}"' not in src, name
+
+
+def test_stock_helpers_see_a_future_completed_before_they_looked() -> None:
+    f: LazyFuture[int] = LazyFuture()
+    f.set_result(8)
+    assert not f._lz_real
+    done, _ = cf.wait([f], timeout=0)  # reads the stock state: made now, already finished
+    assert done == {f} and f._lz_real
+    assert list(cf.as_completed([f], timeout=0)) == [f]
+    g: LazyFuture[int] = LazyFuture()
+    g.set_exception(KeyError("k"))
+    assert cf.wait([g], timeout=0).done == {g} and isinstance(g.exception(), KeyError)
 
 
 def test_callbacks_run_on_the_runner_when_completed_elsewhere() -> None:
