@@ -32,8 +32,8 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from time import monotonic as _mono
 from collections.abc import Callable
+from time import monotonic as _mono
 from typing import TYPE_CHECKING
 
 from jsclient import errors
