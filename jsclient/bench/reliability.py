@@ -733,7 +733,9 @@ def thread_stress(
     with NatsServer(jetstream=True) as srv:
         nc = _connect(srv.url)
         try:
-            js = nc.jetstream(publish_async_max_pending=1000)
+            # A generous ack timeout: this scenario is about deadlocks and loss,
+            # and a GIL handed over every microsecond makes acks slow.
+            js = nc.jetstream(publish_async_max_pending=1000, publish_async_timeout=60)
             js.create_stream(name="STRESS", subjects=["stress.>"], storage="memory")
             js.create_consumer("STRESS", durable_name="D", ack_wait=60.0, max_ack_pending=-1)
             got: list[bytes] = []

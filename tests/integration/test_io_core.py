@@ -219,7 +219,7 @@ def test_interrupted_publishers_never_send_bytes_twice(
     t = threading.Thread(target=publisher, name="publisher")
     t.start()
     try:
-        for _ in range(400):
+        for _ in range(250):
             time.sleep(0.001)
             _raise_in(t, Interrupt)
             assert handled.acquire(timeout=10)
