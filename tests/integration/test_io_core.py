@@ -43,6 +43,53 @@ def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exc))
 
 
+class _Target:
+    """A thread that runs ``step`` until stopped and takes Interrupt anywhere in it.
+
+    Interrupts are checked on a loop's backward jump, and CPython 3.13 places
+    that jump outside a ``try`` written around the loop; so the loop runs in
+    a function called from inside the ``try``, and ``interrupt()`` raises only
+    while the thread is inside that call.
+    """
+
+    def __init__(self, name: str, step: Any, on_interrupt: Any) -> None:
+        self.stop = threading.Event()
+        self.handled = threading.Semaphore(0)
+        self._armed = False
+        self._step = step
+        self._on_interrupt = on_interrupt
+        self.thread = threading.Thread(target=self._run, name=name)
+        self.thread.start()
+
+    def _steps(self) -> None:
+        self._armed = True
+        while not self.stop.is_set():
+            self._step()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self._steps()
+            except Interrupt:
+                self._armed = False
+                self._on_interrupt()
+                self.handled.release()
+
+    def interrupt(self, wait: float = 10.0) -> bool:
+        """Raise Interrupt into the thread once it is inside the loop; True when handled."""
+        deadline = time.monotonic() + wait
+        while not self._armed:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0002)
+        _raise_in(self.thread, Interrupt)
+        return self.handled.acquire(timeout=wait)
+
+    def join(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+
 def _feed(peer: jsclient.Client, n: int, stop: threading.Event) -> threading.Thread:
     def run() -> None:
         for i in range(n):
@@ -77,30 +124,22 @@ def test_async_interrupts_into_a_requester_lose_no_frame(
     try:
         sub = nc.subscribe("feed")
         nc.flush()
-        stop = threading.Event()
-        handled = threading.Semaphore(0)
         counts = {"ok": 0, "interrupted": 0}
+        seq = [0]
 
-        def requester() -> None:
-            # The loop is inside the try: an interrupt lands in the try wherever
-            # it lands (a loop's backward jump is where interrupts are checked).
-            i = 0
-            while not stop.is_set():
-                try:
-                    while not stop.is_set():
-                        i += 1
-                        body = b"%d" % i
-                        reply = nc.request("echo.a", body, timeout=3)
-                        assert reply.data == body  # never another request's reply
-                        counts["ok"] += 1
-                except Interrupt:
-                    counts["interrupted"] += 1
-                    handled.release()
+        def request() -> None:
+            seq[0] += 1
+            body = b"%d" % seq[0]
+            reply = nc.request("echo.a", body, timeout=3)
+            assert reply.data == body  # never another request's reply
+            counts["ok"] += 1
 
-        req = threading.Thread(target=requester, name="requester")
-        req.start()
+        def interrupted() -> None:
+            counts["interrupted"] += 1
+
+        req = _Target("requester", request, interrupted)
         n = 20_000
-        feeder = _feed(echo, n, stop)
+        feeder = _feed(echo, n, req.stop)
         rng = random.Random(7)
         deadline = time.monotonic() + 8
         sent = swallowed = 0
@@ -113,15 +152,13 @@ def test_async_interrupts_into_a_requester_lose_no_frame(
         try:
             while time.monotonic() < deadline and sent < 1500:
                 time.sleep(rng.uniform(0, 0.002))
-                _raise_in(req, Interrupt)
                 sent += 1
-                if not handled.acquire(timeout=3):
+                if not req.interrupt(wait=3):
                     swallowed += 1
         finally:
             sys.unraisablehook = old_hook
         got = _all_in_order(sub, n)
-        stop.set()
-        req.join(10)
+        req.join()
         feeder.join(10)
         assert got == list(range(n))  # every frame of the other subscription, once, in order
         assert swallowed == unraisable.count(Interrupt) and swallowed < sent // 50
@@ -200,31 +237,23 @@ def test_interrupted_publishers_never_send_bytes_twice(
 
     echo.subscribe("pub.>", cb=on_msg, pending_msgs_limit=0, pending_bytes_limit=0)
     echo.flush()
-    stop = threading.Event()
     published: list[int] = []
-    handled = threading.Semaphore(0)
+    seq = [0]
 
-    def publisher() -> None:
-        i = 0
-        while not stop.is_set():
-            try:
-                while not stop.is_set():  # inside the try: see the requester test
-                    nc.publish("pub.x", b"%d:" % i + b"p" * 500)
-                    published.append(i)
-                    i += 1
-            except Interrupt:
-                i += 1  # that publish may or may not have been queued
-                handled.release()
+    def publish() -> None:
+        nc.publish("pub.x", b"%d:" % seq[0] + b"p" * 500)
+        published.append(seq[0])
+        seq[0] += 1
 
-    t = threading.Thread(target=publisher, name="publisher")
-    t.start()
+    def interrupted() -> None:
+        seq[0] += 1  # that publish may or may not have been queued
+
+    t = _Target("publisher", publish, interrupted)
     try:
         for _ in range(250):
             time.sleep(0.001)
-            _raise_in(t, Interrupt)
-            assert handled.acquire(timeout=10)
-        stop.set()
-        t.join(10)
+            assert t.interrupt()
+        t.join()
         nc.flush(timeout=10)
         echo.flush(timeout=10)
         deadline = time.monotonic() + 20
@@ -237,7 +266,7 @@ def test_interrupted_publishers_never_send_bytes_twice(
         assert len(seen) == len(set(seen)) and set(published) <= set(seen)
         assert nc.stats["reconnects"] == 0 and not reported
     finally:
-        stop.set()
+        t.join()
         nc.close()
 
 
