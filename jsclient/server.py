@@ -432,10 +432,18 @@ class NatsServer:
                 proc.wait(10)  # SIGKILL cannot be ignored; bounded all the same
             self._reap()
 
-    def restart(self, down_time: float = 0.0) -> NatsServer:
-        """Stop the process gracefully, wait ``down_time`` seconds and start it again on
-        the same port with the same store dir, so JetStream data survives."""
+    def restart(self, down_time: float = 0.0, *, kill: bool = False) -> NatsServer:
+        """Stop the process, wait ``down_time`` seconds and start it again on the
+        same port with the same store dir, so JetStream data survives.
+
+        The stop is graceful (the server answers what it has read first) unless
+        ``kill`` is true: then the process is killed as a crash would end it,
+        and requests it had not answered get no reply.
+        """
         with self._lock:
+            if kill and self._proc is not None and self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait(10)
             self._terminate(5.0)
             if down_time > 0:
                 time.sleep(down_time)

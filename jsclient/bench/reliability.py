@@ -742,12 +742,23 @@ def thread_stress(
             pub_errors: list[BaseException] = []
             lock = threading.Lock()
 
+            stalls = [0]
+
             def publish(k: int) -> None:
                 futs = []
-                for i in range(per_thread):
+                i = 0
+                while i < per_thread:
                     if time.monotonic() > deadline:
                         return
-                    futs.append(js.publish_async("stress.x", b"%d-%d" % (k, i)))
+                    try:
+                        futs.append(js.publish_async("stress.x", b"%d-%d" % (k, i)))
+                    except errors.TooManyStalledMsgsError:
+                        # Back-pressure, as documented: the window stayed full for
+                        # the stall wait (acks are slow here); publish it again.
+                        with lock:
+                            stalls[0] += 1
+                        continue
+                    i += 1
                 for f in futs:
                     try:
                         f.result(max(0.1, deadline - time.monotonic()))
@@ -786,6 +797,7 @@ def thread_stress(
             distinct = set(got)
             figs.update(consumed=len(got), distinct=len(distinct), stuck_threads=stuck)
             figs["publish_errors"] = len(pub_errors)
+            figs["stalls"] = stalls[0]
             if stuck:
                 figs["problems"].append(f"threads still running at the deadline: {stuck}")
             if pub_errors:

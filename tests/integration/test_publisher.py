@@ -325,13 +325,13 @@ def test_retries_across_restart_without_duplicates(nats_server: NatsServer, nc: 
     pub, rec = _publisher(js, retry=retry, max_in_flight=100, refill_allowed_at=50)
     futs = _publish_n(pub, n, "f.x")
     pub.start()
-    # A graceful stop sometimes acks all that is in flight first; restart again
-    # (at most twice more) until some publish was caught by the disconnect.
+    # Killed, not stopped: a graceful stop may ack all that is in flight first.
+    # Restart again (at most twice more) until some publish was caught.
     for at in (300, 1100, 1900):
         deadline = time.monotonic() + 10
         while (pub.acked_count < at or pub.in_flight < 50) and time.monotonic() < deadline:
             time.sleep(0.001)
-        nats_server.restart(down_time=0.5)  # with 50..100 publishes in flight
+        nats_server.restart(down_time=0.5, kill=True)  # with 50..100 publishes in flight
         if pub.retried_count:
             break
     pub.drain(timeout=40)
