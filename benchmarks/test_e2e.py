@@ -1,6 +1,6 @@
 """End-to-end workloads, every client side by side on one embedded server.
 
-Every workload of :mod:`jsclient.bench` (the same ones ``python -m jsclient
+Every workload of :mod:`jsbench` (the same ones ``python -m jsclient
 bench`` runs) becomes one benchmark here, measured the same way: each client
 in a fresh process, the echo peer and stream set-up shared. pytest-benchmark
 times the whole row; every client's rate and jsclient's ratios go into
@@ -17,9 +17,10 @@ import os
 
 import pytest
 
-from jsclient import _impl, bench
-from jsclient.bench import report
-from jsclient.bench.workloads import CLIENTS, JSCLIENT, PEERS
+import jsbench as bench
+from jsbench import report
+from jsbench.workloads import CLIENTS, JSCLIENT, PEERS
+from jsclient import _impl
 from jsclient.server import NatsServer
 
 QUICK = os.environ.get("JSCLIENT_BENCH_QUICK") == "1"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from jsclient.client import Client
+from jsclient._mux import RequestMux
 
 ACK = "$JS.ACK.ORDERS.c1.1.123.123.1700000000000000000.5"
 FRAME = f"MSG orders.new 7 {ACK} 16\r\n".encode() + b"0123456789abcdef\r\n"
@@ -146,13 +146,14 @@ class _Waiter:
 
 
 class _Client:
-    """The two attributes the client's reply handler reads; the handler is the client's own."""
+    """The reply handler's state: a multiplexer's prefix and waiter map (its handler is
+    the multiplexer's own)."""
 
     def __init__(self, resp_map: dict[str, Any]) -> None:
-        self._resp_prefix = REPLY_PREFIX
-        self._resp_map = resp_map
+        self._prefix = REPLY_PREFIX
+        self._map = resp_map
 
-    _on_response = Client._on_response
+    on_response = RequestMux.on_response
 
 
 @IMPLS
@@ -160,7 +161,7 @@ class _Client:
 @pytest.mark.benchmark(group="delivery-mux")
 def test_route_reply_mux(benchmark: Any, impl: str, path: str) -> None:
     # 100 publish acks routed to the request/reply sub, each finding its waiter; "mux" lets
-    # route pop the waiter itself, "handler" is the Python _on_response frame per reply.
+    # route pop the waiter itself, "handler" is the Python on_response frame per reply.
     # Each call first re-registers the 100 waiters the previous call popped.
     d = _mod(impl, "delivery")
 
@@ -171,7 +172,7 @@ def test_route_reply_mux(benchmark: Any, impl: str, path: str) -> None:
     waiters = {t: _Waiter() for t in tokens}
     resp: dict[str, Any] = {}
     client = _Client(resp)
-    sub = d.SubState(1, 0, 0, 0, client._on_response)
+    sub = d.SubState(1, 0, 0, 0, client.on_response)
     if path == "mux":
         sub._mux, sub._mux_skip = resp, len(REPLY_PREFIX)
     subs = {1: sub}

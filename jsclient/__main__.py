@@ -1,4 +1,5 @@
-"""Command line: ``python -m jsclient demo`` and ``python -m jsclient bench``."""
+"""Command line: ``python -m jsclient demo``, ``python -m jsclient bench`` (from a
+checkout), ``python -m jsclient --version``."""
 
 from __future__ import annotations
 
@@ -177,200 +178,87 @@ def _demo_core(url: str, count: int, size: int) -> int:
     return 0 if received == count else 1
 
 
-def bench(argv: Sequence[str]) -> int:
-    """Measure jsclient against nats-py, natsio and a raw socket, and print the tables."""
-    from jsclient.bench.workloads import CLIENTS
+_BENCH_MISSING = """\
+The benchmark is not part of the installed package: it is tooling that lives
+in the project's repository (the jsbench folder beside jsclient). From a
+checkout of the repository, run it with
 
-    ap = argparse.ArgumentParser(
-        prog="python -m jsclient bench",
-        description="Every workload for every client, each run in a fresh process against "
-        "one shared server; medians of alternating rounds.",
-    )
-    ap.add_argument("--server", help="use this server URL instead of an embedded one")
-    ap.add_argument("--quick", action="store_true", help="small message counts, one round")
-    ap.add_argument("--impl", choices=["c", "python"], help="jsclient implementation to use")
-    ap.add_argument(
-        "--only", action="append", help="run only this workload (repeatable; globs such as 'js-*')"
-    )
-    ap.add_argument(
-        "--repeat", type=int, help="alternating rounds, medians (default 3; 1 with --quick)"
-    )
-    ap.add_argument(
-        "--clients",
-        default=",".join(CLIENTS),
-        help=f"comma-separated subset of {','.join(CLIENTS)} (default: all that run here)",
-    )
-    ap.add_argument("--timeout", type=float, help="seconds per run (default 600; 180 quick)")
-    ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    ap.add_argument("--plot", metavar="FILE.png", help="bar chart of the ratios (needs matplotlib)")
-    ap.add_argument("--list", action="store_true", help="list the workloads and exit")
-    ap.add_argument(
-        "--reliability",
-        action="store_true",
-        help="run the reliability scenarios (kill -9, cluster failover, network faults, "
-        "soak, thread stress, fuzzing) at full size and print their figures",
-    )
-    args = ap.parse_args(argv)
-    if args.impl and args.impl != _impl.IMPL:
-        # The implementation is chosen at import time: re-run with it selected.
-        env = dict(os.environ, JSCLIENT_IMPL=args.impl)
-        os.execve(sys.executable, [sys.executable, "-m", "jsclient", "bench", *argv], env)
+    python -m jsclient bench --help     (or: python -m jsbench --help)
 
-    if args.reliability:
-        return _reliability(args)
-    import fnmatch
-
-    import jsclient
-    from jsclient import bench as b
-    from jsclient.bench import interp, raw
-    from jsclient.server import NatsServer
-
-    every = b.workloads()
-    if args.list:
-        for w in every:
-            runs = ", ".join(c for c in CLIENTS if c in w.fns)
-            print(f"{w.name:<24} {w.description} [{runs}]")
-        return 0
-    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
-    unknown = [c for c in clients if c not in CLIENTS]
-    if unknown or "jsclient" not in clients:
-        print(f"--clients: choose from {', '.join(CLIENTS)}, jsclient included", file=sys.stderr)
-        return 2
-    chosen = [
-        w for w in every if not args.only or any(fnmatch.fnmatchcase(w.name, p) for p in args.only)
-    ]
-    if not chosen:
-        print(f"no workload matches {args.only}; try --list", file=sys.stderr)
-        return 2
-    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
-    if repeat < 1:
-        print("--repeat must be at least 1", file=sys.stderr)
-        return 2
-
-    info = interp.interpreter_info()
-    _natsio_ok, natsio_version = interp.natsio_status()
-    meta: dict[str, Any] = {
-        "interpreter": info,
-        "jsclient": jsclient.__version__,
-        "impl": _impl.IMPL,
-        "nats_py": interp.dist_version("nats-py"),
-        "natsio": natsio_version,
-        "quick": args.quick,
-        "repeat": repeat,
-        "clients": clients,
-    }
-    for line in interp.describe_interpreter(info):
-        print(line)
-
-    def run_all(url: str, server: str, server_pid: int | None = None) -> list[Any]:
-        meta["server"] = server
-        meta["server_url"] = url
-        print(
-            f"jsclient {meta['jsclient']} (impl={meta['impl']}), nats-py {meta['nats_py']}, "
-            f"natsio {meta['natsio']}, nats-server {server}"
-        )
-        print(
-            f"method: every (workload, client, round) in a fresh process; {repeat} alternating "
-            f"round{'s' if repeat > 1 else ''}, medians; {'quick' if args.quick else 'full'} counts"
-        )
-
-        def progress(label: str, done: int, total: int) -> None:
-            sys.stderr.write(f"\r[{done:>3}/{total}] {label:<60}")
-            sys.stderr.flush()
-
-        try:
-            return b.run(
-                url,
-                chosen,
-                quick=args.quick,
-                repeat=repeat,
-                clients=clients,
-                impl=_impl.IMPL,
-                timeout=args.timeout,
-                progress=progress,
-                server_pid=server_pid,
-            )
-        finally:
-            sys.stderr.write("\n")
-
-    if args.server:
-        outcomes = run_all(args.server, raw.server_version(args.server) or "?")
-    else:
-        with NatsServer(jetstream=True) as srv:
-            outcomes = run_all(srv.url, f"{srv.info.get('version', '?')} (embedded)", srv.pid)
-    print()
-    print(b.table(outcomes))
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(b.to_json(outcomes, meta))
-        print(f"wrote {args.json}")
-    if args.plot:
-        _plot(outcomes, args.plot)
-    return 0
+after the README's setup command, which installs jsclient and the peers it
+measures (nats-py; natsio on Python 3.13+)."""
 
 
-def _reliability(args: argparse.Namespace) -> int:
-    import json
-
-    import jsclient
-    from jsclient.bench import reliability
-
-    if args.list:
-        for name, _ in reliability.scenarios():
-            print(name)
-        return 0
-    print(
-        f"jsclient {jsclient.__version__} (impl={_impl.IMPL}), Python "
-        f"{platform.python_version()}, {platform.machine()} {os.cpu_count()} cpu: "
-        f"reliability scenarios{' (quick)' if args.quick else ''}",
-        flush=True,
-    )
-    results = reliability.run(quick=args.quick, only=args.only, out=lambda s: print(s, flush=True))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"impl": _impl.IMPL, "quick": args.quick, "results": results}, f, indent=1)
-        print(f"wrote {args.json}")
-    return 1 if any(r["problems"] for r in results) else 0
-
-
-def _plot(outcomes: Sequence[Any], path: str) -> None:
+def _load_bench() -> Any:
+    """``jsbench.__main__`` from the checkout this jsclient belongs to, or None."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import jsbench.__main__ as cli
     except ImportError:
-        print("--plot needs matplotlib: pip install matplotlib", file=sys.stderr)
-        return
-    from jsclient.bench.workloads import PEERS
+        # An editable install or a run from elsewhere: the checkout's root is
+        # the folder that holds this package.
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if not os.path.isfile(os.path.join(root, "jsbench", "__main__.py")):
+            return None
+        sys.path.insert(0, root)
+        try:
+            import jsbench.__main__ as cli
+        except ImportError:
+            return None
+    return cli
 
-    names = [o.name for o in outcomes]
-    fig, ax = plt.subplots(figsize=(10, 0.6 * len(names) + 1.5))
-    height = 0.8 / len(PEERS)
-    for k, peer in enumerate(PEERS):
-        ratios = [o.ratio(peer) or 0.0 for o in outcomes]
-        ys = [i + (k - 1) * height for i in range(len(names))]
-        ax.barh(ys, ratios, height=height, label=f"jsclient / {peer}")
-        for y, r in zip(ys, ratios, strict=True):
-            if r:
-                ax.text(r, y, f" {r:.2f}x", va="center", fontsize=7)
-    ax.set_yticks(range(len(names)), names)
-    ax.axvline(1.0, color="grey", lw=1)
-    ax.set_xlabel("jsclient msgs/s ratio (medians, same run)")
-    ax.invert_yaxis()
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    print(f"wrote {path}")
+
+def bench(argv: Sequence[str]) -> int:
+    """Run the benchmark of a checkout (``jsbench``), or say where to get it."""
+    cli = _load_bench()
+    if cli is None:
+        print(_BENCH_MISSING, file=sys.stderr)
+        return 2
+    rc: int = cli.main(list(argv))
+    return rc
+
+
+def _version() -> str:
+    import jsclient
+
+    return (
+        f"jsclient {jsclient.__version__} (impl={_impl.IMPL}) on Python "
+        f"{platform.python_version()} ({platform.python_implementation()})"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m jsclient",
+        description="jsclient, a blocking NATS JetStream client: its demo and its benchmark.",
+        epilog="Each command has its own help: python -m jsclient COMMAND --help",
+    )
+    ap.add_argument("--version", action="version", version=_version())
+    cmds = ap.add_subparsers(dest="command", metavar="COMMAND")
+    cmds.add_parser(
+        "demo",
+        help="publish and consume on an embedded nats-server (core and JetStream); "
+        "--spark for a PySpark job",
+        add_help=False,
+    )
+    cmds.add_parser(
+        "bench",
+        help="jsclient against nats-py, natsio and a raw socket (from a checkout)",
+        add_help=False,
+    )
+    return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     commands = {"demo": demo, "bench": bench}
-    if not args or args[0] not in commands:
-        print("usage: python -m jsclient {demo,bench} [options]", file=sys.stderr)
-        return 2
-    return commands[args[0]](args[1:])
+    if args and args[0] in commands:
+        # The command parses the rest itself (its own --help included).
+        return commands[args[0]](args[1:])
+    ap = _parser()
+    ap.parse_args(args)  # --help and --version exit 0 here; an unknown command exits 2
+    ap.print_usage(sys.stderr)
+    print("python -m jsclient: a command is needed (demo or bench)", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from jsclient import _fork, _impl, errors
+from jsclient._mux import RequestMux
 from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
 from jsclient._threads import remaining as _left
 from jsclient.connection import (
@@ -55,35 +56,6 @@ class _InternalSub(SubState):
         self.queue = None
 
 
-class _Waiter(Protocol):
-    """A reply waiter in ``Client._resp_map``: ``deliver(None)`` means the connection closed."""
-
-    def deliver(self, msg: Msg | None) -> None: ...
-
-
-class BatchRequest(Protocol):
-    """What ``Client._send_request_batch`` publishes: a request that is its own reply waiter."""
-
-    subject: str
-    body: bytes
-    _hdr: bytes | None
-    _token: str | None
-
-    def deliver(self, msg: Msg | None) -> None: ...
-
-
-class RequestBatch:
-    """Requests registered and encoded by ``Client._prepare_request_batch``."""
-
-    __slots__ = ("data", "failed", "nbytes", "sent")
-
-    def __init__(self) -> None:
-        self.data = b""
-        self.nbytes = 0
-        self.sent: list[Any] = []  # registered, in ``data``
-        self.failed: list[tuple[Any, BaseException]] = []  # refused (bad subject, too large)
-
-
 class Client:
     """A connection to NATS. Create it with :func:`jsclient.connect`."""
 
@@ -107,15 +79,12 @@ class Client:
         self._events = CallbackRunner("jsclient-events")
         self._timers = Scheduler("jsclient-timers")
         self._ping_timer: TimerHandle | None = None
-        # request/reply mux
         from nats.nuid import NUID
 
         self._nuid = NUID()
-        self._resp_prefix: str | None = None
-        self._resp_prefix_b = b""
-        self._resp_map: dict[str, _Waiter] = {}
-        self._resp_lock = threading.Lock()
-        self._resp_tokens = itertools.count(1)
+        # Request/reply: the library's one multiplexer (JetStream, the Publisher
+        # and the Spark sink send their requests through it too).
+        self._mux = RequestMux(self, self._w, opts.inbox_prefix, self._next_id)
         self._close_lock = threading.Lock()
         self._closed_done = False
 
@@ -219,6 +188,9 @@ class Client:
 
     def new_inbox(self) -> str:
         return f"{self._opts.inbox_prefix}.{self._nuid.next().decode()}"
+
+    def _next_id(self) -> str:
+        return self._nuid.next().decode()
 
     # -- publishing ---------------------------------------------------------
 
@@ -424,35 +396,6 @@ class Client:
 
     # -- request / reply ----------------------------------------------------
 
-    def _ensure_resp_sub(self) -> str:
-        prefix = self._resp_prefix
-        if prefix is None:
-            # Before the lock: in a forked child it may be held forever.
-            self._check_open()
-            with self._resp_lock:
-                if self._resp_prefix is None:
-                    base = f"{self._opts.inbox_prefix}.{self._nuid.next().decode()}."
-                    commands.check_subject(base + "*", "inbox prefix")
-                    sid = self._subscribe_internal(base + "*", self._on_response)
-                    # route() pops the waiter by token and calls its deliver()
-                    # itself (no Python frame per reply); _on_response is the
-                    # same rule, kept as the handler of record.
-                    sub = self._subs[sid]
-                    sub._mux = self._resp_map
-                    sub._mux_skip = len(base)
-                    self._resp_prefix_b = base.encode()
-                    self._resp_prefix = base
-                prefix = self._resp_prefix
-        return prefix
-
-    def _on_response(self, msg: Msg) -> None:
-        prefix = self._resp_prefix
-        if prefix is None:
-            return
-        waiter = self._resp_map.pop(msg.subject[len(prefix) :], None)
-        if waiter is not None:
-            waiter.deliver(msg)
-
     def request(
         self,
         subject: str,
@@ -470,15 +413,16 @@ class Client:
         waiter = Reply()
         hdr = _headers.encode(headers) if headers else None
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        token = self._send_request(subject, payload, hdr, waiter, inline=True)
+        mux = self._mux
+        token = mux.send(subject, payload, hdr, waiter, inline=True)
         try:
             got = self._conn.await_reply(waiter, deadline)
         except BaseException:
             # Interrupted (KeyboardInterrupt...): a late reply finds no waiter.
-            self._resp_map.pop(token, None)
+            mux.cancel(token)
             raise
         if not got:
-            self._resp_map.pop(token, None)
+            mux.cancel(token)
             if self.is_closed:
                 # close() may not have reached this waiter yet (a thread that was
                 # reading for its reply sees the socket go first).
@@ -493,125 +437,6 @@ class Client:
             if st is not None and st[0] == 503:
                 raise errors.NoRespondersError()
         return msg
-
-    def _send_request(
-        self,
-        subject: str,
-        payload: bytes,
-        hdr: bytes | None,
-        waiter: _Waiter,
-        inline: bool = False,
-        nowait: bool = False,
-    ) -> str:
-        """Register ``waiter`` under a fresh token and publish with the muxed reply subject.
-
-        ``inline``: written from this thread when no other thread writes (the
-        caller waits for the reply next); ``nowait``: never waits for room in
-        the write queue (library threads, such as the timer thread's retries).
-        """
-        self._ensure_resp_sub()
-        token = str(next(self._resp_tokens))
-        subj = self._subject_cache.get(subject)
-        if subj is None:
-            subj = self._subject_bytes(subject)
-        reply = self._resp_prefix_b + token.encode()
-        plen = len(payload)
-        max_payload = self._wq.max_payload
-        if hdr is None:
-            if plen > max_payload:
-                raise self._too_big(plen)
-            data = b"PUB %s %s %d\r\n%s\r\n" % (subj, reply, plen, payload)
-        else:
-            if len(hdr) + plen > max_payload:
-                raise self._too_big(len(hdr) + plen)
-            data = commands.hpub(subj, reply, hdr, payload)
-        self._resp_map[token] = waiter
-        w = self._w
-        try:
-            if inline:
-                w.send_inline(data, plen)
-            elif nowait:
-                w.send_nowait(data, plen, 1)
-            else:
-                w.send(data, plen, 1)
-        except BaseException:
-            self._resp_map.pop(token, None)
-            raise
-        return token
-
-    def _send_request_batch(self, reqs: list[Any]) -> list[tuple[Any, BaseException]]:
-        """Publish many requests in one write; each gets a fresh reply token.
-
-        Every ``req`` (a :class:`BatchRequest`) is registered under its token
-        *before* the write, and ``req._token`` is set first, so whoever later
-        pops the token from ``_resp_map`` (the reader with the reply, ``close()``,
-        or a caller giving up) owns the outcome. Returns the requests that could
-        not be sent with their errors (bad subject, payload too large, the
-        connection's buffer full or closed); their tokens are forgotten.
-        """
-        batch = self._prepare_request_batch(reqs)
-        failed = batch.failed
-        if batch.sent:
-            failed += self._write_request_batch(batch)
-        return failed
-
-    def _prepare_request_batch(self, reqs: list[Any]) -> RequestBatch:
-        """The first half of ``_send_request_batch``: register and encode, no write.
-
-        A caller may prepare a batch ahead of time (while it waits for room to
-        send it) and write it later with ``_write_request_batch``; the replies
-        cannot come before the write.
-        """
-        self._ensure_resp_sub()
-        tokens, cache, resp_map = self._resp_tokens, self._subject_cache, self._resp_map
-        prefix = self._resp_prefix_b
-        max_payload = self._conn.max_payload
-        frames: list[bytes] = []
-        batch = RequestBatch()
-        sent, failed = batch.sent, batch.failed
-        nbytes = 0
-        for req in reqs:
-            body = req.body
-            hdr = req._hdr
-            size = len(body) if hdr is None else len(hdr) + len(body)
-            subj = cache.get(req.subject)
-            try:
-                if subj is None:
-                    subj = self._subject_bytes(req.subject)
-                if size > max_payload:
-                    raise self._too_big(size)
-            except errors.Error as exc:
-                req._token = None
-                failed.append((req, exc))
-                continue
-            token = str(next(tokens))
-            req._token = token
-            resp_map[token] = req
-            if hdr is None:
-                frames.append(
-                    b"PUB %s %s%s %d\r\n%s\r\n" % (subj, prefix, token.encode(), size, body)
-                )
-            else:
-                frames.append(commands.hpub(subj, prefix + token.encode(), hdr, body))
-            sent.append(req)
-            nbytes += len(body)
-        batch.data = b"".join(frames)
-        batch.nbytes = nbytes
-        return batch
-
-    def _write_request_batch(self, batch: RequestBatch) -> list[tuple[Any, BaseException]]:
-        """Write a prepared batch; returns its requests that failed (tokens forgotten)."""
-        try:
-            # Written from this thread when no other writer is active: a batch
-            # is worth a syscall, and it saves waking the flusher.
-            self._w.send_inline(batch.data, batch.nbytes, len(batch.sent))
-        except errors.Error as exc:
-            resp_map = self._resp_map
-            return [(req, exc) for req in batch.sent if resp_map.pop(req._token, None) is not None]
-        return []
-
-    def _cancel_request(self, token: str) -> None:
-        self._resp_map.pop(token, None)
 
     # -- inbound frames (reader thread) -------------------------------------
 
@@ -786,10 +611,7 @@ class Client:
             if isinstance(sub, Subscription):
                 sub._finish(closed, discard=True)
         self._subs.clear()
-        for token in list(self._resp_map):
-            waiter = self._resp_map.pop(token, None)
-            if waiter is not None:
-                waiter.deliver(None)
+        self._mux.close_all()
         self._notify("closed")
         if self._opts.closed_cb is not None:
             self._callbacks.submit(self._opts.closed_cb)

@@ -16,7 +16,7 @@ from jsclient import _impl, errors
 from jsclient.protocol import headers as _headers
 
 if TYPE_CHECKING:
-    from jsclient.client import Client
+    from jsclient._core import Core
 
 _ACK = b"+ACK"
 _NAK = b"-NAK"
@@ -200,8 +200,8 @@ class Msg(MsgBase):
         if not self.reply or not self.reply.startswith("$JS.ACK."):
             raise errors.NotJSMessageError()
 
-    def _require_client(self) -> Client:
-        client: Client | None = self._client
+    def _require_client(self) -> Core:
+        client: Core | None = self._client
         if client is None:
             raise errors.Error("nats: message is not bound to a connection")
         return client

@@ -31,7 +31,7 @@ from jsclient._threads import remaining as _remaining
 from jsclient.msg import Msg
 
 if TYPE_CHECKING:
-    from jsclient.client import Client
+    from jsclient._core import Core
     from jsclient.protocol.delivery import SubState
 else:
     SubState = _impl.delivery.SubState
@@ -64,7 +64,7 @@ class Subscription(SubState):
 
     def __init__(
         self,
-        client: Client,
+        client: Core,
         sid: int,
         subject: str,
         queue_group: str | None,

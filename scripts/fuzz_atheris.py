@@ -5,7 +5,7 @@
 Each input is fed to the pure and the Cython parser, whole and split in two at
 a point taken from the input; anything but ProtocolError escaping, a split
 changing the outcome, or the twins disagreeing is a crash atheris reports
-(the checks are :func:`jsclient.bench.fuzz.check`, the random fuzzer's own).
+(the checks are :func:`jsbench.fuzz.check`, the random fuzzer's own).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from jsclient.bench.fuzz import check, load_twins
+    from jsbench.fuzz import check, load_twins
 
     TWINS = load_twins()
 

@@ -13,8 +13,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 echo "== ruff"
-ruff check jsclient pyspark_jetstream tests benchmarks examples setup.py
-ruff format --check jsclient pyspark_jetstream tests benchmarks examples setup.py
+ruff check jsclient jsbench pyspark_jetstream tests benchmarks examples setup.py
+ruff format --check jsclient jsbench pyspark_jetstream tests benchmarks examples setup.py
 echo "== mypy (strict)"
 mypy
 

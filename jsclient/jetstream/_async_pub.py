@@ -40,17 +40,16 @@ from jsclient import errors
 from jsclient._future import LazyFuture
 from jsclient._threads import TimerHandle
 from jsclient.api import PubAck
-from jsclient.jetstream._wire import parse_pub_ack
+from jsclient.jetstream._wire import (
+    PUBLISH_RETRY_WAIT,
+    may_resend,
+    parse_pub_ack,
+    status_reply_error,
+)
 
 if TYPE_CHECKING:
-    from jsclient.client import Client
+    from jsclient._core import Core
     from jsclient.msg import Msg
-
-#: Sync and async publish retry a 503 "no responders" (the stream may be
-#: starting or electing a leader) this many times, this far apart (nats.go's
-#: defaults), inside the publish's total timeout.
-PUBLISH_RETRY_ATTEMPTS = 2
-PUBLISH_RETRY_WAIT = 0.25
 
 
 class PubFuture(LazyFuture[PubAck]):
@@ -63,7 +62,7 @@ class AsyncPublisher:
     """The async publishes of one JetStream context (see the module docstring)."""
 
     def __init__(
-        self, client: Client, max_pending: int, stall_wait: float, ack_timeout: float | None
+        self, client: Core, max_pending: int, stall_wait: float, ack_timeout: float | None
     ) -> None:
         self.client = client
         self.max_pending = int(max_pending)
@@ -113,14 +112,14 @@ class AsyncPublisher:
         # at once may each add one past the window.
         pending[ack] = None
         try:
-            token = client._send_request(subject, payload, headers, ack)
+            token = client._mux.send(subject, payload, headers, ack)
         except BaseException:
             self._forget(ack)
             raise
         ack.token = token
         if ack._lz_done:
             # Failed (a disconnect) before the token was set; see abandon().
-            client._cancel_request(token)
+            client._mux.cancel(token)
         elif own:
             # If the ack wins the race with this line, the timer finds it done.
             ack.timer = client._scheduler.call_later(own, self._timed_out, ack)
@@ -198,19 +197,12 @@ class AsyncPublisher:
             self.finish(ack, None, errors.ConnectionClosedError())
             return
         st = msg.status
-        if st is not None and st[0] == 503:
-            if ack.retries < PUBLISH_RETRY_ATTEMPTS and not ack._lz_done:
-                ack.retries += 1
-                ack.token = None
-                self.client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
-                return
-            exc: errors.Error = errors.NoStreamResponseError(
-                f"nats: no stream answered a publish on {ack.subject}"
-            )
-        else:
-            why = f" (status {st[0]} {st[1]})" if st is not None else ""
-            exc = errors.JetStreamError(f"nats: empty JetStream publish response{why}")
-        self.finish(ack, None, exc)
+        if st is not None and st[0] == 503 and may_resend(ack.retries) and not ack._lz_done:
+            ack.retries += 1
+            ack.token = None
+            self.client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
+            return
+        self.finish(ack, None, status_reply_error(ack.subject, st))
 
     def _resend(self, ack: _AsyncPub) -> None:
         # Timer thread: retry after a 503 with a fresh reply token; never waits for room.
@@ -218,22 +210,20 @@ class AsyncPublisher:
             return
         client = self.client
         try:
-            token = client._send_request(ack.subject, ack.payload, ack.headers, ack, nowait=True)
+            token = client._mux.send(ack.subject, ack.payload, ack.headers, ack, nowait=True)
         except errors.Error as exc:
             self.finish(ack, None, exc)
             return
         ack.token = token
         if ack._lz_done:
-            client._cancel_request(token)
+            client._mux.cancel(token)
 
     def abandon(self, ack: _AsyncPub, exc: BaseException) -> None:
         """Fail a pending publish whose reply will not be awaited any more."""
         if self.finish(ack, None, exc):
             # Read the token only after ``done`` is set: the publisher sets the
             # token and then reads ``done``, so one of the two cancels it.
-            token = ack.token
-            if token is not None:
-                self.client._cancel_request(token)
+            self.client._mux.cancel(ack.token)
 
     def finish(self, ack: _AsyncPub, result: PubAck | None, exc: BaseException | None) -> bool:
         """Complete the future unless another path did first; True if this call did."""

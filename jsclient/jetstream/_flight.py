@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from jsclient import errors
 from jsclient._future import LazyFuture
@@ -19,7 +19,9 @@ from jsclient.api import PubAck
 from jsclient.msg import Msg
 
 if TYPE_CHECKING:
-    from jsclient.jetstream.publisher import Publisher
+    import threading
+    from collections import deque
+
     from jsclient.protocol.headers import HeadersIn
 
 __all__ = [
@@ -134,6 +136,22 @@ class RetryConfig:
         return due
 
 
+class _Owner(Protocol):
+    """What a flight reads of its publisher (:class:`~jsclient.jetstream.publisher.Publisher`)."""
+
+    id_prefix: str
+    refill_allowed_at: int
+    _lock: threading.Lock
+    _done: deque[Flight]
+    _in_flight: set[Flight]
+    _held: bool
+    _draining: bool
+    _flights_waiting: bool
+
+    def _lift_on_ack(self) -> None: ...
+    def _wake_flights(self) -> None: ...
+
+
 class _Future(LazyFuture[T]):
     """The publisher's futures: no Condition until someone waits, and not cancellable
     (the message's fate is the publisher's to decide, as with ``JetStream.publish_async``).
@@ -189,7 +207,7 @@ class Flight(_Future["Flight"]):
 
     def __init__(
         self,
-        owner: Publisher,
+        owner: _Owner,
         n: int,
         subject: str,
         body: bytes,

@@ -44,8 +44,8 @@ from jsclient._threads import TimerHandle
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
-    from jsclient.client import Client
-    from jsclient.jetstream.context import JetStream
+    from jsclient._core import Core
+    from jsclient.jetstream._ctx import Context
 
 _status = _impl.status
 _status_of = _status.status_of
@@ -67,7 +67,7 @@ NO_RESPONDERS = _status.NO_RESPONDERS
 BYTES_MODE_BATCH = 1_000_000
 #: How long blocking waits sleep before they look at closed/stopped flags again.
 WAIT_SLICE = 1.0
-#: Client-side guard beyond a pull's server-side expiry (ADR-37: always larger).
+#: Core-side guard beyond a pull's server-side expiry (ADR-37: always larger).
 EXPIRY_GUARD = 1.0
 #: A missed heartbeat is declared after this many intervals without a message.
 HEARTBEAT_FACTOR = 2.0
@@ -214,7 +214,7 @@ class _Inbox:
 
     __slots__ = ("__weakref__", "prefix", "sid", "target")
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Core) -> None:
         self.prefix = client.new_inbox() + "."
         self.target: Any = None
         self.sid = client._subscribe_internal(self.prefix + "*", self._route)
@@ -225,7 +225,7 @@ class _Inbox:
             target(msg)
 
 
-def _release_sids(client: Client, sids: list[int]) -> None:
+def _release_sids(client: Core, sids: list[int]) -> None:
     for sid in sids:
         client._unsubscribe_internal(sid)
     sids.clear()
@@ -234,7 +234,7 @@ def _release_sids(client: Client, sids: list[int]) -> None:
 class Engine:
     """Pulls for one server-side consumer: pull publishing, the fetch inbox pool, pin id."""
 
-    def __init__(self, js: JetStream, stream: str, name: str, ack_none: bool) -> None:
+    def __init__(self, js: Context, stream: str, name: str, ack_none: bool) -> None:
         self.js = js
         self.client = js._client
         self.stream = stream

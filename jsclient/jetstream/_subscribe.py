@@ -36,7 +36,7 @@ from jsclient.jetstream._names import (
 from jsclient.protocol import commands
 
 if TYPE_CHECKING:
-    from jsclient.jetstream.context import JetStream
+    from jsclient.jetstream._ctx import Context
 
 #: Ephemeral consumers made by a subscription are removed by the server after
 #: this long without interest, unless the config says otherwise (the server's
@@ -112,7 +112,7 @@ def check_pull_config(cfg: ConsumerConfig) -> None:
         raise errors.PullHeartbeatError()
 
 
-def find_stream(js: JetStream, subject: str) -> str:
+def find_stream(js: Context, subject: str) -> str:
     """The one stream listening on ``subject`` (``STREAM.NAMES`` with a subject filter)."""
     names = list(js.stream_names(subject))
     if not names:
@@ -126,7 +126,7 @@ def find_stream(js: JetStream, subject: str) -> str:
     return str(names[0])
 
 
-def lookup(js: JetStream, stream: str, name: str) -> ConsumerInfo | None:
+def lookup(js: Context, stream: str, name: str) -> ConsumerInfo | None:
     """The consumer's info, or None when it does not exist."""
     try:
         return js._consumer_info(stream, name)
@@ -274,7 +274,7 @@ def creation_config(
 
 
 def create_or_bind(
-    js: JetStream,
+    js: Context,
     stream: str,
     cfg: ConsumerConfig,
     *,

@@ -20,6 +20,14 @@ if TYPE_CHECKING:
 _PUBACK_FIELDS = frozenset({"stream", "seq", "domain", "duplicate", "val"})
 _pub_ack_fields = _impl.jsack.pub_ack_fields
 
+#: The one 503 rule of every publish path (sync and async publish, the managed
+#: Publisher, the Spark sink): a "no responders" answer means the stream may be
+#: starting or electing a leader, so the same message is sent again after
+#: PUBLISH_RETRY_WAIT seconds, at most PUBLISH_RETRY_ATTEMPTS times (nats.go's
+#: defaults) and only within the publish's time; then NoStreamResponseError.
+PUBLISH_RETRY_ATTEMPTS = 2
+PUBLISH_RETRY_WAIT = 0.25
+
 MSG_ID = "Nats-Msg-Id"
 EXPECTED_STREAM = "Nats-Expected-Stream"
 EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
@@ -50,9 +58,10 @@ def parse_pub_ack(data: bytes) -> PubAck:
     if fields is not None:
         return PubAck(stream=fields[0], seq=fields[1])
     resp = decode_api(data, "publish ack")
-    if not resp.get("stream"):
+    seq = resp.get("seq")
+    if not resp.get("stream") or type(seq) is not int:
         raise errors.JetStreamError(
-            f"nats: JetStream publish response names no stream: {data[:80]!r}"
+            f"nats: JetStream publish response without stream or seq: {data[:80]!r}"
         )
     if resp.keys() <= _PUBACK_FIELDS:
         # The usual {"stream", "seq"[, "duplicate", "domain"]}: skip from_response's
@@ -60,6 +69,21 @@ def parse_pub_ack(data: bytes) -> PubAck:
         return PubAck(**resp)
     pub_ack: PubAck = PubAck.from_response(resp)
     return pub_ack
+
+
+def may_resend(resends: int, time_left: float | None = None) -> bool:
+    """The 503 rule: may a publish answered 503 after ``resends`` re-sends go again?"""
+    return resends < PUBLISH_RETRY_ATTEMPTS and (
+        time_left is None or time_left > PUBLISH_RETRY_WAIT
+    )
+
+
+def status_reply_error(subject: str, status: tuple[int, str] | None) -> errors.Error:
+    """The error of a publish answered by a status instead of an ack (503 no longer resent)."""
+    if status is not None and status[0] == 503:
+        return errors.NoStreamResponseError(f"nats: no stream answered a publish on {subject}")
+    why = f" (status {status[0]} {status[1]})" if status is not None else ""
+    return errors.JetStreamError(f"nats: empty JetStream publish response{why}")
 
 
 def pub_headers(

@@ -9,13 +9,13 @@ from jsclient.api import ConsumerInfo
 from jsclient.jetstream.pull import PullConsumerMixin
 
 if TYPE_CHECKING:
-    from jsclient.jetstream.context import JetStream
+    from jsclient.jetstream._ctx import Context
 
 
 class Consumer(PullConsumerMixin):
     """A consumer of a stream; get one from ``js.consumer(...)`` or ``js.create_consumer(...)``."""
 
-    def __init__(self, js: JetStream, stream_name: str, info: ConsumerInfo) -> None:
+    def __init__(self, js: Context, stream_name: str, info: ConsumerInfo) -> None:
         self._js = js
         self.stream_name: str = stream_name
         self.name: str = info.name

@@ -19,11 +19,7 @@ from nats.nuid import NUID
 
 from jsclient import errors
 from jsclient.api import AccountInfo, ConsumerInfo, DeliverPolicy, PubAck, StreamInfo
-from jsclient.jetstream._async_pub import (
-    PUBLISH_RETRY_ATTEMPTS,
-    PUBLISH_RETRY_WAIT,
-    AsyncPublisher,
-)
+from jsclient.jetstream._async_pub import AsyncPublisher
 from jsclient.jetstream._names import (
     ConsumerConfigLike,
     StreamConfigLike,
@@ -32,13 +28,20 @@ from jsclient.jetstream._names import (
     consumer_config,
     stream_config,
 )
-from jsclient.jetstream._wire import decode_api, parse_pub_ack, pub_headers
+from jsclient.jetstream._wire import (
+    PUBLISH_RETRY_WAIT,
+    decode_api,
+    may_resend,
+    parse_pub_ack,
+    pub_headers,
+    status_reply_error,
+)
 from jsclient.jetstream.consumer import Consumer
 from jsclient.jetstream.stream import Stream
 from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:
-    from jsclient.client import Client
+    from jsclient._core import Core
     from jsclient.jetstream.ordered import OrderedConsumer
     from jsclient.jetstream.pull_subscription import PullSubscription
     from jsclient.jetstream.push import JsSubscription
@@ -58,7 +61,7 @@ class JetStream:
 
     def __init__(
         self,
-        client: Client,
+        client: Core,
         *,
         prefix: str = DEFAULT_PREFIX,
         domain: str | None = None,
@@ -401,13 +404,9 @@ class JetStream:
                 msg = request(subject, payload, timeout=left, headers=hdrs)
                 break
             except errors.NoRespondersError:
+                if not may_resend(retries, deadline - time.monotonic()):
+                    raise status_reply_error(subject, (503, "No Responders")) from None
                 retries += 1
-                if retries > PUBLISH_RETRY_ATTEMPTS or (
-                    deadline - time.monotonic() <= PUBLISH_RETRY_WAIT
-                ):
-                    raise errors.NoStreamResponseError(
-                        f"nats: no stream answered a publish on {subject}"
-                    )
                 time.sleep(PUBLISH_RETRY_WAIT)
             except errors.TimeoutError:
                 raise errors.TimeoutError(f"nats: timeout waiting for the publish ack on {subject}")

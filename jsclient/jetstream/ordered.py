@@ -52,7 +52,7 @@ from jsclient.jetstream.pull import (
 from jsclient.msg import Msg
 
 if TYPE_CHECKING:
-    from jsclient.jetstream.context import JetStream
+    from jsclient.jetstream._ctx import Context
 
 __all__ = ["OrderedConsumer", "OrderedConsumerBusyError"]
 
@@ -77,7 +77,7 @@ class OrderedConsumer:
 
     def __init__(
         self,
-        js: JetStream,
+        js: Context,
         stream: str,
         *,
         filter_subjects: str | list[str] | None = None,

@@ -65,7 +65,6 @@ from typing import TYPE_CHECKING, Any
 from nats.nuid import NUID
 
 from jsclient import errors
-from jsclient.jetstream._async_pub import PUBLISH_RETRY_ATTEMPTS, PUBLISH_RETRY_WAIT
 from jsclient.jetstream._flight import (
     DEFAULT_RETRY_ON,
     Flight,
@@ -79,13 +78,19 @@ from jsclient.jetstream._flight import (
     _is_expectation,
     _set,
 )
-from jsclient.jetstream._wire import _pub_ack_fields
+from jsclient.jetstream._wire import (
+    PUBLISH_RETRY_WAIT,
+    _pub_ack_fields,
+    may_resend,
+    status_reply_error,
+)
 from jsclient.jetstream._wire import parse_pub_ack as _parse_pub_ack
 from jsclient.jetstream._wire import pub_headers as _pub_headers
 from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:
-    from jsclient.client import Client, RequestBatch
+    from jsclient._core import Core
+    from jsclient._mux import RequestBatch
     from jsclient.jetstream.context import JetStream
     from jsclient.protocol.headers import HeadersIn
 
@@ -131,7 +136,7 @@ class Publisher:
         if not min(poll_time, hold_pause_time, wait_timeout) > 0:
             raise ValueError("poll_time, hold_pause_time and wait_timeout must be positive")
         self._js = js
-        self._client: Client = js._client
+        self._client: Core = js._client
         self.id_prefix: str = id_prefix or NUID().next().decode()
         self.max_in_flight = int(max_in_flight)
         self.refill_allowed_at = int(refill_allowed_at)
@@ -479,10 +484,10 @@ class Publisher:
     def _put_back(self, flights: list[Flight]) -> None:
         # Stopped with a batch taken but not written: back to the queue's front,
         # its reply tokens forgotten; stop() settles them.
-        resp_map = self._client._resp_map
+        mux = self._client._mux
         for flight in flights:
             if flight._token is not None:
-                resp_map.pop(flight._token, None)
+                mux.cancel(flight._token)
                 flight._token = None
         with self._lock:
             self._queue.extendleft(reversed(flights))
@@ -493,7 +498,7 @@ class Publisher:
         once the window has room)."""
         if self.retry is not None or any(f.headers is not None or f.options for f in batch):
             batch = [f for f in batch if self._encode_headers(f)]
-        prepared = self._client._prepare_request_batch(batch)
+        prepared = self._client._mux.prepare(batch)
         for flight, exc in prepared.failed:
             self._fail_unsent(flight, exc)
         return prepared
@@ -520,7 +525,7 @@ class Publisher:
             flight.attempts = flight._gen = 1
             flight._first_time = flight.publish_time = now
         self._timeline.extend(flights)  # before the write: the ack may come first
-        self._sent(flights, self._client._write_request_batch(prepared))
+        self._sent(flights, self._client._mux.write(prepared))
 
     def _encode_headers(self, flight: Flight) -> bool:
         """Make the flight's header block once; False (and the failure queued) if it is bad."""
@@ -561,7 +566,7 @@ class Publisher:
             gen = flight._gen = flight._gen + 1
             # before the write: the ack may come first
             heapq.heappush(timeline, (due, next(ids), flight, gen))
-        self._sent(flights, self._client._send_request_batch(flights))
+        self._sent(flights, self._client._mux.send_batch(flights))
 
     def _sent(self, flights: list[Flight], failed: list[tuple[Flight, BaseException]]) -> None:
         """After a write: fail what could not be sent, report the rest published."""
@@ -736,7 +741,7 @@ class Publisher:
         if due - self.wait_timeout > now - probe_after:
             return  # the oldest has not waited that long yet
         token = flight._token
-        if token is None or self._client._resp_map.pop(token, None) is None:
+        if not self._client._mux.cancel(token):
             return  # its reply is on the way
         flight._token = None
         self._probe, self._probe_time = flight, now
@@ -746,14 +751,14 @@ class Publisher:
         """The probe was acked: the stream answers again, so what was sent before
         the probe and is still waiting was most likely dropped: send it all again."""
         since, self._probe = self._probe_time, None
-        resp_map, wait = self._client._resp_map, self.wait_timeout
+        mux, wait = self._client._mux, self.wait_timeout
         again: list[tuple[Flight, float]] = []
         for flight, due in self._waiting():
             token = flight._token
             # (token None: taken back by an earlier entry of the same flight)
             if due - wait >= since or token is None:
                 continue
-            if resp_map.pop(token, None) is not None:
+            if mux.cancel(token):
                 flight._token = None
                 again.append((flight, due))
         if again:
@@ -766,24 +771,18 @@ class Publisher:
         if isinstance(reply, BaseException):
             return reply
         st = reply.status
-        if st is not None and st[0] == 503:
-            if flight._resends < PUBLISH_RETRY_ATTEMPTS and not self._stopped:
-                # Like JetStream.publish_async: the stream may not be up yet.
-                flight._resends += 1
-                heapq.heappush(
-                    self._retries, (now + PUBLISH_RETRY_WAIT, next(self._retry_ids), flight, False)
-                )
-                return None
-            return errors.NoStreamResponseError(
-                f"nats: no stream answered a publish on {flight.subject}"
-            )
-        why = f" (status {st[0]} {st[1]})" if st is not None else ""
-        return errors.JetStreamError(f"nats: empty JetStream publish response{why}")
+        if st is not None and st[0] == 503 and may_resend(flight._resends) and not self._stopped:
+            # The publish paths' one 503 rule: the stream may not be up yet.
+            flight._resends += 1
+            due = now + PUBLISH_RETRY_WAIT
+            heapq.heappush(self._retries, (due, next(self._retry_ids), flight, False))
+            return None
+        return status_reply_error(flight.subject, st)
 
     def _expire(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
         """The send's ack is overdue: time it out, unless its reply just came."""
         token = flight._token
-        if token is None or self._client._resp_map.pop(token, None) is None:
+        if not self._client._mux.cancel(token):
             return  # the reply is on its way here (or the send failed)
         flight._token = None
         if not self._client.is_connected:
@@ -897,10 +896,9 @@ class Publisher:
         # (a reply that got there first wins); a retry resends it with its id.
         if event != "disconnected":
             return
-        resp_map = self._client._resp_map
+        mux = self._client._mux
         for flight in list(self._in_flight):
-            token = flight._token
-            if token is not None and resp_map.pop(token, None) is not None:
+            if mux.cancel(flight._token):
                 flight.deliver(errors.PublishDisconnectedError())
 
     def _announce(self, flight: Flight) -> None:
@@ -977,11 +975,11 @@ class Publisher:
             self._queue.clear()
             self._in_flight.clear()
             victims = [(f, f._ack_future) for f in flights if not f._settled]
-            resp_map = self._client._resp_map
+            mux = self._client._mux
             for f, _ in victims:
                 f._settled = True
                 if f._token is not None:
-                    resp_map.pop(f._token, None)  # a late reply finds no waiter
+                    mux.cancel(f._token)  # a late reply finds no waiter
                 f._ack = None
                 f.error = PublisherClosedError(
                     "nats: the publisher stopped before the message was acked"

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jsclient import _impl, errors
+from jsclient._core import Core
 from jsclient._threads import Flag, TimerHandle, log
-from jsclient.client import Client
 from jsclient.jetstream._pull_engine import (
     BYTES_MODE_BATCH,
     EXPIRY_GUARD,
@@ -48,7 +48,7 @@ from jsclient.jetstream._pull_engine import (
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
-    from jsclient.jetstream.context import JetStream
+    from jsclient.jetstream._ctx import Context
 
 __all__ = [
     "ConsumeContext",
@@ -82,7 +82,7 @@ class _Reporter:
 
     __slots__ = ("client", "error_cb")
 
-    def __init__(self, client: Client, error_cb: ErrorCallback | None) -> None:
+    def __init__(self, client: Core, error_cb: ErrorCallback | None) -> None:
         self.client = client
         self.error_cb = error_cb
 
@@ -285,7 +285,7 @@ class ConsumeContext:
 
     def __init__(
         self,
-        client: Client,
+        client: Core,
         make_source: SourceFactory,
         callback: Callable[[Msg], Any],
         error_cb: ErrorCallback | None,
@@ -392,7 +392,7 @@ class MessagesContext:
 
     def __init__(
         self,
-        client: Client,
+        client: Core,
         make_source: SourceFactory,
         error_cb: ErrorCallback | None,
     ) -> None:
@@ -535,7 +535,7 @@ class PullConsumerMixin:
     The consumer class sets ``_js``, ``stream_name``, ``name`` and ``_cached_info``.
     """
 
-    _js: JetStream
+    _js: Context
     stream_name: str
     name: str
     _cached_info: Any

@@ -71,8 +71,8 @@ from jsclient.msg import ACK_NONE_POLICY, Msg
 from jsclient.subscription import Subscription, _Ended
 
 if TYPE_CHECKING:
+    from jsclient.jetstream._ctx import Context
     from jsclient.jetstream._names import ConsumerConfigLike
-    from jsclient.jetstream.context import JetStream
 
 __all__ = ["PullSubscription", "expires_for", "pull_subscribe"]
 
@@ -108,7 +108,7 @@ class PullSubscription:
 
     def __init__(
         self,
-        js: JetStream,
+        js: Context,
         sub: Subscription,
         prefix: str,
         stream: str,
@@ -230,8 +230,8 @@ class PullSubscription:
         """One pull request for what ``msgs`` still lacks; collect until it ends."""
         engine = self._engine
         reply = self._prefix + str(next(engine.tokens))
-        conn = self._js._client._conn
-        reconnects = conn.reconnects
+        client = self._js._client
+        reconnects = client.stats["reconnects"]
         engine.publish_pull(reply, batch - len(msgs), 0, expires, 0.0, no_wait)
         take = self._sub._take
         no_acks = self._ack_none
@@ -245,7 +245,7 @@ class PullSubscription:
             try:
                 msg = take(wait)
             except queue.Empty:
-                if conn.reconnects != reconnects:
+                if client.stats["reconnects"] != reconnects:
                     return _RESET  # the pull went with the old connection: pull again
                 continue
             except _Ended as end:
@@ -337,7 +337,7 @@ class PullSubscription:
 
 
 def pull_subscribe(
-    js: JetStream,
+    js: Context,
     subject: str | None,
     durable: str | None = None,
     *,
@@ -372,7 +372,7 @@ def pull_subscribe(
 
 
 def pull_subscribe_bind(
-    js: JetStream, stream: str, durable: str, *, inbox_prefix: str | None = None
+    js: Context, stream: str, durable: str, *, inbox_prefix: str | None = None
 ) -> PullSubscription:
     """A pull subscription to an existing pull consumer, with no lookups."""
     wf.check_target(None, stream)
@@ -381,7 +381,7 @@ def pull_subscribe_bind(
     return PullSubscription(js, sub, prefix, stream, durable)
 
 
-def _inbox(js: JetStream, inbox_prefix: str | None) -> tuple[Subscription, str]:
+def _inbox(js: Context, inbox_prefix: str | None) -> tuple[Subscription, str]:
     client = js._client
     if inbox_prefix:
         prefix = f"{inbox_prefix.rstrip('.')}.{js._new_name()}."

@@ -78,9 +78,9 @@ from jsclient.msg import ACK_NONE_POLICY, Msg
 from jsclient.subscription import Subscription
 
 if TYPE_CHECKING:
-    from jsclient.client import Client
+    from jsclient._core import Core
+    from jsclient.jetstream._ctx import Context
     from jsclient.jetstream._names import ConsumerConfigLike
-    from jsclient.jetstream.context import JetStream
 
 __all__ = ["DELETE_POLICIES", "JsSubscription", "subscribe"]
 
@@ -117,7 +117,7 @@ class _Control:
 class _State:
     """What the subscribe workflow decided, handed to the subscription."""
 
-    js: JetStream
+    js: Context
     stream: str
     info: ConsumerInfo
     created: bool
@@ -141,7 +141,7 @@ class JsSubscription(Subscription):
 
     def __init__(
         self,
-        client: Client,
+        client: Core,
         sid: int,
         subject: str,
         queue: str | None,
@@ -478,7 +478,7 @@ class JsSubscription(Subscription):
 
 
 def subscribe(
-    js: JetStream,
+    js: Context,
     subject: str | None,
     queue: str | None = None,
     *,
@@ -592,7 +592,7 @@ def subscribe(
 
 
 def _js_sub(
-    client: Client, subject: str, queue: str | None, limits: tuple[int, int]
+    client: Core, subject: str, queue: str | None, limits: tuple[int, int]
 ) -> JsSubscription:
     sub: JsSubscription = client._subscribe_as(
         JsSubscription, subject, queue, None, 0, limits[0], limits[1]
@@ -629,7 +629,7 @@ def _check_ordered(
 
 
 def _subscribe_ordered(
-    js: JetStream,
+    js: Context,
     subject: str | None,
     cb: Callable[[Msg], Any] | None,
     user: ConsumerConfig,

@@ -21,9 +21,9 @@ from jsclient.api import ConsumerInfo, RawStreamMsg, StreamInfo
 from jsclient.protocol import headers as _headers
 
 if TYPE_CHECKING:
+    from jsclient.jetstream._ctx import Context
     from jsclient.jetstream._names import ConsumerConfigLike
     from jsclient.jetstream.consumer import Consumer
-    from jsclient.jetstream.context import JetStream
     from jsclient.jetstream.ordered import OrderedConsumer
 
 # Headers the server adds to a direct-get answer; they describe the stored
@@ -48,7 +48,7 @@ _DIRECT_META = frozenset(
 class Stream:
     """A stream; get one from ``js.stream(name)`` or ``js.create_stream(...)``."""
 
-    def __init__(self, js: JetStream, info: StreamInfo) -> None:
+    def __init__(self, js: Context, info: StreamInfo) -> None:
         self._js = js
         self._cached_info = info
         self.name: str = str(info.config.name)
@@ -170,21 +170,25 @@ class Stream:
 
     def create_consumer(self, config: ConsumerConfigLike | None = None, **fields: Any) -> Consumer:
         """``js.create_consumer`` on this stream."""
-        return self._js.create_consumer(self.name, config, **fields)
+        consumer: Consumer = self._js.create_consumer(self.name, config, **fields)
+        return consumer
 
     def update_consumer(self, config: ConsumerConfigLike | None = None, **fields: Any) -> Consumer:
         """``js.update_consumer`` on this stream."""
-        return self._js.update_consumer(self.name, config, **fields)
+        consumer: Consumer = self._js.update_consumer(self.name, config, **fields)
+        return consumer
 
     def create_or_update_consumer(
         self, config: ConsumerConfigLike | None = None, **fields: Any
     ) -> Consumer:
         """``js.create_or_update_consumer`` on this stream."""
-        return self._js.create_or_update_consumer(self.name, config, **fields)
+        consumer: Consumer = self._js.create_or_update_consumer(self.name, config, **fields)
+        return consumer
 
     def consumer(self, name: str) -> Consumer:
         """A handle on an existing consumer of this stream; ConsumerNotFoundError otherwise."""
-        return self._js.consumer(self.name, name)
+        consumer: Consumer = self._js.consumer(self.name, name)
+        return consumer
 
     def delete_consumer(self, name: str) -> None:
         """Delete a consumer of this stream."""
@@ -192,7 +196,8 @@ class Stream:
 
     def ordered_consumer(self, **options: Any) -> OrderedConsumer:
         """``js.ordered_consumer`` on this stream."""
-        return self._js.ordered_consumer(self.name, **options)
+        ordered: OrderedConsumer = self._js.ordered_consumer(self.name, **options)
+        return ordered
 
     def consumers(self) -> Iterator[ConsumerInfo]:
         """Info of every consumer of this stream, page by page."""

@@ -13,7 +13,7 @@ Batch reads split the stream's sequence range into partitions; streaming
 offsets are stream sequences; writes and the streaming sink set a
 ``Nats-Msg-Id`` on every message, so task retries and replayed micro-batches
 add nothing twice (within the stream's duplicate window). The options, the
-columns and the exactly-once bounds are in the README.
+columns and the exactly-once bounds are in docs/spark.md.
 
 Spark finds the source without ``register()`` through the top-level module
 ``pyspark_jetstream`` that this distribution installs (Spark imports every

@@ -6,7 +6,7 @@ A Spark write publishes millions of rows from one thread, each with its own
 through ``publish_async`` costs a future, a headers dict and its encoding per
 message. Here each message is an :class:`Ack` whose header block is built
 once as bytes; a batch of them goes out in one write through the client's
-request mux (``Client._send_request_batch``: each request is its own reply
+request mux (``RequestMux.send_batch``: each request is its own reply
 waiter, as the managed publisher's flights are), and the reader thread
 completes each one with its PubAck, parsed by the C twin of
 ``jsack.pub_ack_fields`` in the common case.
@@ -19,7 +19,6 @@ do not come within ``timeout``. Every wait is bounded.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import deque
@@ -27,13 +26,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from jsclient import _impl, errors
+from jsclient.jetstream._wire import parse_pub_ack, pub_headers, status_reply_error
+from jsclient.protocol.headers import encode as encode_headers
 
 __all__ = ["FAILED", "LOST", "OK", "PENDING", "Ack", "AckWindow", "header_block"]
 
 _pub_ack_fields = _impl.jsack.pub_ack_fields
 
 PENDING, OK, FAILED, LOST = 0, 1, 2, 3
-_BAD_HEADER = frozenset(":\r\n \t")
 
 
 def header_block(
@@ -43,24 +43,10 @@ def header_block(
 
     A ``Nats-Msg-Id`` among ``headers`` is dropped: the id is the data source's.
     """
-    if "\r" in msg_id or "\n" in msg_id or not msg_id:
+    if not msg_id or "\r" in msg_id or "\n" in msg_id:
         raise errors.BadHeaderError(f"jetstream: invalid message id {msg_id!r}")
-    lines = ["NATS/1.0\r\n"]
-    if headers:
-        for key, value in headers.items():
-            if not key or not _BAD_HEADER.isdisjoint(key):
-                raise errors.BadHeaderError(f"jetstream: invalid header name {key!r}")
-            if key.lower() == "nats-msg-id":
-                continue
-            for v in (value,) if isinstance(value, str) else value:
-                if "\r" in v or "\n" in v:
-                    raise errors.BadHeaderError(f"jetstream: invalid value for header {key!r}")
-                lines.append(f"{key}: {v}\r\n")
-    lines.append(f"Nats-Msg-Id: {msg_id}\r\n")
-    if expected_stream:
-        lines.append(f"Nats-Expected-Stream: {expected_stream}\r\n")
-    lines.append("\r\n")
-    return "".join(lines).encode()
+    own = {k: v for k, v in headers.items() if k.lower() != "nats-msg-id"} if headers else None
+    return encode_headers(pub_headers(own, msg_id, expected_stream or None, None, None, None))
 
 
 class Ack:
@@ -111,38 +97,17 @@ class Ack:
                 win.finish_ok(self, fields[1], False)
                 return
             try:
-                seq, dup = _parse_ack(data)
+                ack = parse_pub_ack(data)
             except errors.Error as exc:
                 win.finish(self, FAILED, exc)
                 return
-            win.finish_ok(self, seq, dup)
+            win.finish_ok(self, ack.seq, bool(ack.duplicate))
             return
+        # A 503 is lost, not failed: the writer sends lost rows again (with
+        # the same ids), which is the publish paths' 503 rule at batch scale.
         status = msg.status
-        if status is not None and status[0] == 503:
-            none = errors.NoStreamResponseError(
-                f"nats: no stream answered a publish on {self.subject}"
-            )
-            win.finish(self, LOST, none)
-        else:
-            why = f" (status {status[0]} {status[1]})" if status is not None else ""
-            win.finish(self, FAILED, errors.JetStreamError(f"nats: empty publish response{why}"))
-
-
-def _parse_ack(data: bytes) -> tuple[int, bool]:
-    """(seq, duplicate) of a PubAck the fast path did not take, or its typed error."""
-    try:
-        resp = json.loads(data)
-    except ValueError:
-        resp = None
-    if not isinstance(resp, dict):
-        raise errors.JetStreamError(f"nats: invalid publish ack: {data[:80]!r}")
-    err = resp.get("error")
-    if err is not None:
-        raise errors.api_error(err if isinstance(err, dict) else {"description": str(err)})
-    seq = resp.get("seq")
-    if not resp.get("stream") or not isinstance(seq, int):
-        raise errors.JetStreamError(f"nats: publish ack without stream or seq: {data[:80]!r}")
-    return seq, bool(resp.get("duplicate"))
+        lost = status is not None and status[0] == 503
+        win.finish(self, LOST if lost else FAILED, status_reply_error(self.subject, status))
 
 
 class AckWindow:
@@ -219,7 +184,7 @@ class AckWindow:
             ack.epoch = epoch
         self.sent += len(acks)
         self.inflight.extend(acks)
-        for ack, exc in self.nc._send_request_batch(acks):
+        for ack, exc in self.nc._mux.send_batch(acks):
             refused = isinstance(exc, errors.BadSubjectError | errors.MaxPayloadError)
             self.finish(ack, FAILED if refused else LOST, exc)
 
@@ -234,9 +199,7 @@ class AckWindow:
         for ack in list(acks):
             if ack.state == PENDING:
                 self.finish(ack, LOST, exc)
-                token = ack._token
-                if token is not None:
-                    self.nc._cancel_request(token)
+                self.nc._mux.cancel(ack._token)
 
     def _wait(self, limit: int, what: str) -> None:
         """Until at most ``limit`` are outstanding (TimeoutError after ``timeout`` s).

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
+import jsbench as bench
 import jsclient
-from jsclient import _impl, bench
-from jsclient.bench import js, raw, report, runner
-from jsclient.bench.interp import natsio_status
-from jsclient.bench.peer import EchoPeer
-from jsclient.bench.workloads import JSCLIENT, NATS_PY, NATSIO, RAW, by_name
+from jsbench import js, raw, report, runner
+from jsbench.interp import natsio_status
+from jsbench.peer import EchoPeer
+from jsbench.workloads import JSCLIENT, NATS_PY, NATSIO, RAW, by_name
+from jsclient import _impl
 from jsclient.server import NatsServer
 
 NATSIO_OK, NATSIO_WHY = natsio_status()

@@ -99,7 +99,7 @@ def test_max_payload_exceeded(
     assert len(sub.next_msg(timeout=2).data) == 1024
     with pytest.raises(errors.TimeoutError):
         sub.next_msg(timeout=0.1)
-    assert nc.is_connected and nc._resp_map == {}
+    assert nc.is_connected and len(nc._mux) == 0
 
 
 def test_server_permission_violation_goes_to_error_cb(

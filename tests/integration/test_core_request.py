@@ -117,7 +117,7 @@ def test_request_timeout_when_responder_is_silent(
     nc.publish(late.reply, b"too late")
     _echo_responder(nc, "svc.fine")
     assert nc.request("svc.fine", b"z", timeout=2).data == b"re:z"
-    assert nc._resp_map == {}
+    assert len(nc._mux) == 0
 
 
 def test_slow_responder_within_timeout(nats_server: NatsServer, core_connect: CoreConnect) -> None:
@@ -164,7 +164,7 @@ def test_concurrent_requests_from_many_threads(
     assert not failures, failures[:5]
     # One muxed response subscription serves every request.
     assert len(nc._subs) == subs_before + 1
-    assert nc._resp_map == {}
+    assert len(nc._mux) == 0
 
 
 def test_pending_request_released_on_close(
@@ -183,7 +183,7 @@ def test_pending_request_released_on_close(
 
     t = threading.Thread(target=ask, daemon=True)
     t.start()
-    core_wait_for(lambda: nc._resp_map)
+    core_wait_for(lambda: len(nc._mux))
     start = time.monotonic()
     nc.close()
     t.join(5)

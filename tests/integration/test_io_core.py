@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 import jsclient
+from jsbench.faults import FaultProxy
 from jsclient import errors
-from jsclient.bench.faults import FaultProxy
 from jsclient.connection import CONNECTED, Connection, Options
 from jsclient.msg import Msg
 from jsclient.server import NatsServer

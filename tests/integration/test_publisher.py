@@ -565,7 +565,7 @@ def test_stop_while_held_publishes_nothing_more(nc: Client) -> None:
         nc.flush()
         time.sleep(0.1)
         assert fake.sub.delivered == 5  # nothing was written after the window filled
-        assert not nc._resp_map  # no reply waiter left behind
+        assert not len(nc._mux)  # no reply waiter left behind
         assert pub.failed_count == 20 and pub.in_flight == pub.queued == 0
     finally:
         fake.close()

@@ -162,6 +162,13 @@ def test_wheel_has_every_module_of_the_tree(built: Built) -> None:
     tree.append("pyspark_jetstream/__init__.py")
     missing = [p for p in tree if p not in names]
     assert not missing, f"in the source tree but not in the wheel: {missing}"
+    # ... and nothing else: the client, its speedups, the embedded server and
+    # the pytest plugin; the benchmark, reliability suite, fuzzing and fault
+    # injection (jsbench) and the tests stay in the repository.
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"jsclient", "pyspark_jetstream"}, tops
+    tooling = [n for n in names if re.search(r"bench|fuzz|fault|reliab|conftest|(^|/)tests?/", n)]
+    assert not tooling, f"tooling in the wheel: {tooling}"
     speedups = [f"jsclient/_speedups/{p.name}" for p in (ROOT / "_speedups").glob("*.py")]
     assert set(speedups) <= names
 
@@ -186,16 +193,23 @@ def test_installed_wheel_uses_the_speedups(built: Built) -> None:
     )
 
 
-def test_installed_demo_and_bench_run(built: Built) -> None:
+def test_installed_demo_and_cli_run(built: Built) -> None:
     demo = _run(
         [str(built.venv_python), "-m", "jsclient", "demo", "-n", "2000"],
         cwd=built.work,
         timeout=300,
     )
     assert "impl=c" in demo.stdout, demo.stdout
-    listing = _run([str(built.venv_python), "-m", "jsclient", "bench", "--list"], cwd=built.work)
-    names = [line.split()[0] for line in listing.stdout.splitlines() if line.strip()]
-    assert "core-publish-16B" in names and "js-fetch-ack" in names, listing.stdout
+    cli = [str(built.venv_python), "-m", "jsclient"]
+    version = _run([*cli, "--version"], cwd=built.work).stdout
+    assert version.startswith("jsclient ") and "impl=c" in version, version
+    helped = _run([*cli, "--help"], cwd=built.work).stdout
+    assert "demo" in helped and "bench" in helped and "--version" in helped, helped
+    # The benchmark is repository tooling: an installed wheel says where it is.
+    bench = subprocess.run(
+        [*cli, "bench", "--list"], cwd=built.work, capture_output=True, text=True, timeout=60
+    )
+    assert bench.returncode == 2 and "checkout" in bench.stderr, bench
 
 
 def test_installed_pytest_plugin_is_registered(built: Built) -> None:

@@ -1,6 +1,6 @@
 """The reliability suite's short form (marker ``reliability``; in the default selection).
 
-It runs the scenarios of :mod:`jsclient.bench.reliability` small enough for
+It runs the scenarios of :mod:`jsbench.reliability` small enough for
 CI: every test here is marked ``reliability`` (``-m reliability`` selects
 just them, ``-m "not reliability"`` skips them). The whole suite runs twice,
 once per protocol implementation; the scenarios whose subject is not the

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jsclient.bench import reliability as rel
+from jsbench import reliability as rel
 from jsclient.server import NatsCluster
 
 pytestmark = pytest.mark.timeout(120)

@@ -2,7 +2,7 @@
 
 The fuzz properties: only typed errors (``ProtocolError`` for the parser)
 ever escape, a stream split anywhere parses as it does whole, and the twins
-agree. The random fuzzer (:mod:`jsclient.bench.fuzz`) runs a bounded count
+agree. The random fuzzer (:mod:`jsbench.fuzz`) runs a bounded count
 here and 10^6 frames in the long form; hypothesis adds shrinking properties.
 """
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jsbench import fuzz as fz
+from jsbench import reliability as rel
 from jsclient import errors
-from jsclient.bench import fuzz as fz
-from jsclient.bench import reliability as rel
 from jsclient.protocol import headers as pure_headers
 
 pytestmark = pytest.mark.timeout(180)
@@ -26,16 +26,17 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=list(
 
 
 def _twin(name: str) -> list[object]:
-    mods = [importlib.import_module(f"jsclient.protocol.{name}")]
-    try:
-        mods.append(importlib.import_module(f"jsclient._speedups.{name}"))
-    except ImportError:
-        pass
-    return mods
+    # Both twins or an error: a missing Cython build must fail this module,
+    # never shrink "the twins agree" to the pure twin agreeing with itself.
+    return [
+        importlib.import_module(f"jsclient.protocol.{name}"),
+        importlib.import_module(f"jsclient._speedups.{name}"),
+    ]
 
 
 def test_random_fuzzer_short_run() -> None:
     counts = fz.fuzz(frames=20_000, seconds=60.0, seed=7)
+    assert counts["twins"] == ["py", "c"]
     assert counts["frames"] >= 20_000 and counts["parse_errors"] > 0
     assert counts["decoder_inputs"] > 0
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 import jsclient
+from jsbench.faults import FaultProxy, HostileServer
 from jsclient import errors
-from jsclient.bench.faults import FaultProxy, HostileServer
 from jsclient.server import NatsServer
 
 pytestmark = pytest.mark.timeout(60)

@@ -14,18 +14,18 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
-from jsclient.bench.peer import EchoPeer
-from jsclient.bench.report import Outcome, outcome
-from jsclient.bench.result import Result, process_cpu
-from jsclient.bench.runner import ChildError, run_child
-from jsclient.bench.workloads import CLIENTS, NATSIO, Workload
+from jsbench.peer import EchoPeer
+from jsbench.report import Outcome, outcome
+from jsbench.result import Result, process_cpu
+from jsbench.runner import ChildError, run_child
+from jsbench.workloads import CLIENTS, NATSIO, Workload
 
 Progress = Callable[[str, int, int], None]
 
 
 def unavailable_clients(clients: Iterable[str]) -> dict[str, str]:
     """Clients that cannot run on this interpreter (or were left out), with why."""
-    from jsclient.bench.interp import natsio_status
+    from jsbench.interp import natsio_status
 
     wanted = set(clients)
     out = {c: "not selected" for c in CLIENTS if c not in wanted}

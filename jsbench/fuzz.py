@@ -34,13 +34,20 @@ _SUBJECTS = [b"a", b"foo.bar", b"$JS.ACK.S.C.1.2.3.4.5", b"_INBOX.x.1", b"\xff\x
 
 
 def load_twins() -> Twins:
-    """``(name, {module: twin})`` for the pure twin and, when built, the Cython one."""
-    out = [("py", {m: importlib.import_module(f"jsclient.protocol.{m}") for m in _MODS})]
+    """``(name, {module: twin})`` for the pure twin and the Cython one.
+
+    Both, always: without the Cython twin "the twins agree" would compare the
+    pure module with itself, so a missing build is an error here, not a skip.
+    """
+    pure = {m: importlib.import_module(f"jsclient.protocol.{m}") for m in _MODS}
     try:
-        out.append(("c", {m: importlib.import_module(f"jsclient._speedups.{m}") for m in _MODS}))
-    except ImportError:
-        pass
-    return out
+        built = {m: importlib.import_module(f"jsclient._speedups.{m}") for m in _MODS}
+    except ImportError as exc:
+        raise RuntimeError(
+            f"the Cython twins are not built ({exc}): fuzzing compares both twins; "
+            "build them first (python setup.py build_ext --inplace, or the README's setup)"
+        ) from exc
+    return [("py", pure), ("c", built)]
 
 
 _MODS = ("parser", "jsack", "status")
@@ -195,7 +202,10 @@ def fuzz(frames: int = 100_000, seconds: float = 60.0, seed: int = 1) -> dict[st
     rng = random.Random(seed)
     twins = load_twins()
     deadline = time.monotonic() + seconds
-    counts = {"frames": 0, "streams": 0, "parse_errors": 0, "feeds": 0, "decoder_inputs": 0}
+    counts: dict[str, Any] = dict.fromkeys(
+        ("frames", "streams", "parse_errors", "feeds", "decoder_inputs"), 0
+    )
+    counts["twins"] = [name for name, _ in twins]
     while counts["frames"] < frames and time.monotonic() < deadline:
         nframes, raw = _stream(rng, 0.6)
         mcl, mp = rng.choice(((4096, 64 << 20), (4096, 300), (32, 1 << 20), (8, 64)))

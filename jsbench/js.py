@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from jsclient.bench.result import Result, percentiles, wait_all
+from jsbench.result import Result, percentiles, wait_all
 
 WINDOW = 4000
 BATCH = 1000

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from jsclient.bench import core, js, raw
-from jsclient.bench.result import Result
+from jsbench import core, js, raw
+from jsbench.result import Result
 
 WorkFn = Callable[[str, int, int], Result]
 HookFn = Callable[[str, int, int], None]

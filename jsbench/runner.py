@@ -8,9 +8,8 @@ workload's :class:`Result` with ``rss_start`` (peak RSS once its client library
 is imported), ``rss_peak`` (at the end) and ``cpu`` (the CPU time the workload
 took), or ``{"error": ...}``.
 
-A jsclient child imports jsclient as usual. Any other client's child loads
-the bench modules under a bare ``jsclient`` package (its ``__init__`` not
-run), so it never imports jsclient, and its memory is that client's alone.
+A jsclient child imports jsclient as usual; any other client's child never
+does (the bench modules import no client at import time).
 """
 
 from __future__ import annotations
@@ -27,7 +26,8 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
-from jsclient.bench.result import Result, peak_rss
+from jsbench._child import module_command
+from jsbench.result import Result, peak_rss
 
 MARKER = "JSCLIENT-BENCH-RESULT "
 
@@ -39,23 +39,6 @@ _IMPORTS = {
     "raw": (),
 }
 
-# ``python -c`` programs that run ``main(argv)`` of a bench module (argv[1]).
-# Not ``-m``: the package's __init__ has imported the module already, and runpy
-# warns about running it a second time. The bare one first puts a package
-# object in place of jsclient (whose __init__ would import the client and
-# nats-py), with its directory (argv[1] before the module) as the path.
-_BOOTSTRAP = (
-    "import sys\n"
-    "from importlib import import_module\n"
-    "sys.exit(import_module(sys.argv.pop(1)).main(sys.argv[1:]))\n"
-)
-_BARE_BOOTSTRAP = (
-    "import sys, types\n"
-    "pkg = types.ModuleType('jsclient')\n"
-    "pkg.__path__ = [sys.argv.pop(1)]\n"
-    "sys.modules['jsclient'] = pkg\n" + _BOOTSTRAP
-)
-
 
 class ChildError(RuntimeError):
     """A child run failed: its error, or why it produced no result."""
@@ -63,7 +46,7 @@ class ChildError(RuntimeError):
 
 def measure(workload: str, client: str, url: str, n: int) -> Result:
     """Run one workload for one client in this process, with its RSS and CPU time."""
-    from jsclient.bench.workloads import by_name
+    from jsbench.workloads import by_name
 
     w = by_name(workload)
     fn = w.fns.get(client)
@@ -80,7 +63,7 @@ def measure(workload: str, client: str, url: str, n: int) -> Result:
 
 def main(argv: list[str] | None = None) -> int:
     """The child: measure, print the result line, exit 0 (or 1 with an error line)."""
-    ap = argparse.ArgumentParser(prog="jsclient.bench.runner")
+    ap = argparse.ArgumentParser(prog="jsbench.runner")
     ap.add_argument("--workload", required=True)
     ap.add_argument("--client", required=True, choices=sorted(_IMPORTS))
     ap.add_argument("--url", required=True)
@@ -115,20 +98,9 @@ def parse_output(stdout: str) -> dict[str, Any]:
     raise ChildError("the child printed no result")
 
 
-def module_command(module: str, args: list[str], *, bare: bool = False) -> list[str]:
-    """The command that runs ``main(args)`` of ``module`` in a new interpreter.
-
-    ``bare``: without importing the jsclient package (see the module docstring).
-    """
-    if not bare:
-        return [sys.executable, "-c", _BOOTSTRAP, module, *args]
-    pkg_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return [sys.executable, "-c", _BARE_BOOTSTRAP, pkg_dir, module, *args]
-
-
 def child_command(workload: str, client: str, url: str, n: int) -> list[str]:
     args = ["--workload", workload, "--client", client, "--url", url, "--n", str(n)]
-    return module_command("jsclient.bench.runner", args, bare=client != "jsclient")
+    return module_command("jsbench.runner", args)
 
 
 def run_child(

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from jsclient.bench.result import Result
-from jsclient.bench.workloads import CLIENTS, JSCLIENT, NATS_PY, NATSIO, PEERS, RAW, Target
+from jsbench.result import Result
+from jsbench.workloads import CLIENTS, JSCLIENT, NATS_PY, NATSIO, PEERS, RAW, Target
 
 OK, NA, ERROR = "ok", "n/a", "error"
 MB = 1024 * 1024

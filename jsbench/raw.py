@@ -12,7 +12,7 @@ run:
 - pipelined JetStream publish keeps a window of publishes outstanding,
   reading acks on the same thread whenever the window is full.
 
-:class:`RawConn` is also the echo peer's connection (:mod:`jsclient.bench.peer`).
+:class:`RawConn` is also the echo peer's connection (:mod:`jsbench.peer`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from jsclient.bench.result import Result, percentiles
+from jsbench.result import Result, percentiles
 
 SEND_CHUNK = 256 * 1024
 

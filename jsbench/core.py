@@ -1,11 +1,11 @@
 """Core NATS workloads for jsclient, nats-py and natsio (both asyncio).
 
 Each function runs in a fresh process of its own (see
-:mod:`jsclient.bench.runner`) and returns a :class:`Result`. Receive workloads
+:mod:`jsbench.runner`) and returns a :class:`Result`. Receive workloads
 get their messages from a separate publisher process (the same program for
 every client, so the comparison is fair), with a credit window so a slow
 receiver is never cut off as a slow consumer. Request workloads talk to the
-shared echo peer process (:mod:`jsclient.bench.peer`).
+shared echo peer process (:mod:`jsbench.peer`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import threading
 import time
 from typing import Any
 
-from jsclient.bench.peer import ECHO_SUBJECT
-from jsclient.bench.result import Result, percentiles, wait_all
+from jsbench.peer import ECHO_SUBJECT
+from jsbench.result import Result, percentiles, wait_all
 
 _SUBJECT = "bench.core"
 

@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import jsclient
+from jsbench.result import peak_rss
 from jsclient import errors
-from jsclient.bench.result import peak_rss
 from jsclient.client import Client
 from jsclient.jetstream.context import JetStream
 from jsclient.jetstream.publisher import Flight, Publisher, PublisherListener, RetryConfig
@@ -64,7 +64,7 @@ PROBE = "rel.probe"
 
 def rss_bytes() -> int:
     """This process's current resident set size (Linux ``/proc``; elsewhere the
-    peak, :func:`jsclient.bench.result.peak_rss`, or 0 where even that is unknown)."""
+    peak, :func:`jsbench.result.peak_rss`, or 0 where even that is unknown)."""
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -117,26 +117,61 @@ def _retry(call: Callable[[], Any], timeout: float) -> Any:
             time.sleep(0.1)
 
 
-def stream_counts(js: JetStream, stream: str, timeout: float = 60.0) -> Counter[int]:
+def stream_counts(servers: str | list[str], stream: str, timeout: float = 60.0) -> Counter[int]:
     """How often each integer payload is stored in ``stream`` (probe payloads skipped).
 
-    Read with an ordered consumer until the stream's last sequence is reached."""
-    last = _retry(lambda: js.stream(stream).info().state.last_seq, timeout)
+    The oracle of every scenario, so it shares no code with jsclient: nats-py
+    (another client, on its own connection) gets every sequence from the first
+    to the last one by one, pipelined; a missing sequence is a gap the stream
+    has, not an error. A bug in jsclient's consumers can neither fake nor hide
+    a loss here.
+    """
+    import asyncio
+
+    import nats
+    from nats.js.errors import NotFoundError
+
+    urls = [servers] if isinstance(servers, str) else list(servers)
     counts: Counter[int] = Counter()
-    if not last:
-        return counts
-    oc = js.ordered_consumer(stream)
-    deadline = time.monotonic() + timeout
-    with oc.messages(max_messages=2000) as it:
-        while time.monotonic() < deadline:
-            try:
-                msg = it.next(timeout=max(0.1, deadline - time.monotonic()))
-            except errors.TimeoutError:
-                break
-            if msg.subject == SUBJECT:
-                counts[int(msg.data)] += 1
-            if msg.metadata.sequence.stream >= last:
-                break
+
+    async def read() -> None:
+        nc = await nats.connect(urls, connect_timeout=5, max_reconnect_attempts=-1)
+        try:
+            js = nc.jetstream(timeout=10)
+            end = time.monotonic() + timeout
+            while True:  # the stream may have no leader yet after a fault
+                try:
+                    state = (await js.stream_info(stream)).state
+                    break
+                except Exception:
+                    if time.monotonic() > end:
+                        raise
+                    await asyncio.sleep(0.1)
+
+            async def get(seq: int) -> None:
+                while True:
+                    try:
+                        msg = await js.get_msg(stream, seq)
+                    except NotFoundError:
+                        return  # deleted or never stored
+                    except Exception:
+                        if time.monotonic() > end:
+                            raise
+                        await asyncio.sleep(0.1)
+                        continue
+                    if msg.subject == SUBJECT and msg.data is not None:
+                        counts[int(msg.data)] += 1
+                    return
+
+            if not state.last_seq:
+                return
+            for lo in range(state.first_seq, state.last_seq + 1, 256):
+                hi = min(state.last_seq, lo + 255)
+                await asyncio.gather(*(get(seq) for seq in range(lo, hi + 1)))
+        finally:
+            await nc.close()
+
+    asyncio.run(read())
     return counts
 
 
@@ -252,7 +287,7 @@ def kill9_publish(
             else:
                 _publish_async_run(js, n, acked, progress, deadline, figs)
             t.join(max(0.1, deadline - time.monotonic()))
-            counts = stream_counts(js, "REL")
+            counts = stream_counts(srv.url, "REL")
             # publish_async does not retry: an unacked message may be missing,
             # or (its bytes re-sent after the reconnect) stored twice.
             _check_stored(figs, acked, counts, dups_ok=mode != "publisher")
@@ -510,7 +545,7 @@ def cluster_publish(fault: str, n: int = 30_000, timeout: float = 120.0) -> Figu
             probe.close()
         _restore(cluster, victim, fault)
         acked = {i for i, f in enumerate(futs) if f.done() and f.exception() is None}
-        counts = stream_counts(js, "REL")
+        counts = stream_counts(cluster.urls, "REL")
         _check_stored(figs, acked, counts, dups_ok=False)
         gap = _gap_after(clock.times, t_fault)
         figs.update(failed=len(clock.failures), retries=dict(clock.retries))
@@ -584,10 +619,10 @@ def cluster_consume(fault: str, n: int = 20_000, timeout: float = 120.0) -> Figu
 
 
 def stale_detection(mode: str, ping_interval: float = 0.3, max_pings: int = 2) -> Figures:
-    """Put a :class:`~jsclient.bench.faults.FaultProxy` in ``mode`` (``"stall"`` or
+    """Put a :class:`~jsbench.faults.FaultProxy` in ``mode`` (``"stall"`` or
     ``"half_open"``) under a connection with traffic; measure until it is declared stale
     and reconnected; a flush meanwhile must fail with FlushTimeoutError, not hang."""
-    from jsclient.bench.faults import FaultProxy
+    from jsbench.faults import FaultProxy
 
     figs: Figures = {"scenario": f"network {mode}", "problems": []}
     limit = ping_interval * (max_pings + 1)
@@ -817,7 +852,7 @@ def thread_stress(
 
 def scenarios(quick: bool = False) -> list[tuple[str, Callable[[], Figures]]]:
     """The long form's scenarios at full size (``quick``: about a tenth)."""
-    from jsclient.bench.fuzz import fuzz
+    from jsbench.fuzz import fuzz
 
     k = 10 if quick else 1
     out: list[tuple[str, Callable[[], Figures]]] = []

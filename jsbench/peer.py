@@ -16,8 +16,8 @@ import subprocess
 import sys
 import threading
 
-from jsclient.bench.raw import RawConn
-from jsclient.bench.runner import module_command
+from jsbench._child import module_command
+from jsbench.raw import RawConn
 
 ECHO_SUBJECT = "bench.echo"
 
@@ -59,7 +59,7 @@ class EchoPeer:
 
     def __init__(self, url: str, subject: str = ECHO_SUBJECT, timeout: float = 30.0) -> None:
         self.proc = subprocess.Popen(
-            module_command("jsclient.bench.peer", [url, subject], bare=True),
+            module_command("jsbench.peer", [url, subject]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
