@@ -335,7 +335,7 @@ class JetStream:
         error statuses of a callback subscription go to ``error_cb`` (default:
         the connection's). See :mod:`jsclient.jetstream.push`.
         """
-        from jsclient.jetstream.push import subscribe
+        from jsclient.jetstream._push_subscribe import subscribe
 
         return subscribe(
             self,

@@ -1,0 +1,229 @@
+"""One pull request's messages as an iterator: :class:`FetchBatch` (``fetch``,
+``fetch_bytes``, ``fetch_no_wait``, ``next``), and :func:`wait_read`, how
+``nc.drain()`` waits for a reader of a pull context."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from jsclient import _impl, errors
+from jsclient._threads import TimerHandle
+from jsclient.jetstream._pull_engine import (
+    EXPIRY_GUARD,
+    FLOW_CONTROL,
+    HEARTBEAT,
+    HEARTBEAT_FACTOR,
+    PIN_HDR,
+    WAIT_SLICE,
+    Engine,
+    pull_status,
+)
+from jsclient.msg import ACK_NONE_POLICY, Msg
+
+ErrorCallback = Callable[[BaseException], Any]
+_mono = time.monotonic
+_status_of = _impl.status.status_of
+_END = object()
+
+
+class FetchBatch:
+    """The messages of one pull request, yielded as they arrive.
+
+    Iterate it (once): iteration ends when the batch is full or the pull ended
+    (a status, the client-side guard at expires + 1 s, a missed heartbeat, the
+    connection closing). Then :attr:`error` says why a short batch ended:
+    ``None`` for ordinary ends (no messages, request timeout, expiry), else the
+    status error (``ConsumerDeletedError``, ``StatusError`` for a ``409
+    Exceeded Max*`` refusal, ``NoRespondersError``, ``NoHeartbeatError``...).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        batch: int,
+        max_bytes: int,
+        expires: float,
+        heartbeat: float,
+        no_wait: bool = False,
+        group: str | None = None,
+    ) -> None:
+        self._engine = engine
+        self._batch = batch
+        self._max_bytes = max_bytes
+        self._heartbeat = heartbeat
+        self._ack_none = engine.ack_none
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._put = self._q.put
+        self._count = 0
+        self._bytes = 0
+        self._last = _mono()
+        self._ended = False
+        self._done = False
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._timers: list[TimerHandle] = []
+        self._taken_at = self._last
+        self._reading = 0  # threads blocked in __next__ (see _drain_wait)
+        guard = (engine.js._timeout if no_wait else expires) + EXPIRY_GUARD
+        self._deadline = self._last + guard
+        inbox = engine.take_inbox()
+        self._inbox = inbox
+        self._reply = inbox.prefix + str(next(engine.tokens))
+        sched = engine.client._scheduler
+        self._timers.append(sched.call_later(guard, self._end, None))
+        if heartbeat > 0:
+            self._timers.append(sched.call_later(heartbeat, self._watch))
+        engine.fetches_open += 1
+        inbox.target = self._on_msg
+        engine.client._drainables.add(self)
+        try:
+            engine.publish_pull(self._reply, batch, max_bytes, expires, heartbeat, no_wait, group)
+        except BaseException:
+            self._end(None)
+            raise
+
+    # -- reader thread -----------------------------------------------------
+
+    def _on_msg(self, msg: Msg) -> None:
+        hdr = msg._hdr
+        if hdr is not None:
+            if not msg.data:
+                st = _status_of(hdr)
+                if st is not None:
+                    self._on_status(msg.subject, st[0], st[1])
+                    return
+            if PIN_HDR in hdr:
+                self._engine.remember_pin(hdr)
+        if self._ended:
+            return
+        if self._heartbeat:
+            self._last = _mono()
+        if self._ack_none:
+            msg._ackd = ACK_NONE_POLICY
+        self._put(msg)
+        n = self._count + 1
+        self._count = n
+        if n >= self._batch:
+            self._end(None)
+        elif self._max_bytes:
+            self._bytes += msg.size
+            if self._bytes >= self._max_bytes:
+                self._end(None)
+
+    def _on_status(self, subject: str, code: int, description: str) -> None:
+        if subject != self._reply:
+            return  # a status of an earlier pull on this inbox
+        self._last = _mono()
+        kind, error = pull_status(self._engine, code, description)
+        if kind not in (HEARTBEAT, FLOW_CONTROL):
+            self._end(error)
+
+    # -- timer thread ------------------------------------------------------
+
+    def _watch(self) -> None:
+        if self._ended:
+            return
+        hb = self._heartbeat
+        if _mono() - self._last > HEARTBEAT_FACTOR * hb:
+            self._end(errors.NoHeartbeatError())
+            return
+        self._timers.append(self._engine.client._scheduler.call_later(hb, self._watch))
+
+    # -- any thread --------------------------------------------------------
+
+    def _end(self, error: BaseException | None) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        self._error = error
+        for t in self._timers:
+            t.cancel()
+        engine = self._engine
+        inbox = self._inbox
+        inbox.target = None
+        engine.free.append(inbox)
+        engine.fetches_open -= 1
+        engine.fetch_delivered += self._count
+        self._put(_END)
+
+    # -- caller's thread -----------------------------------------------------
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the pull ended short (``None``: normal end, or not ended yet)."""
+        return self._error
+
+    @property
+    def done(self) -> bool:
+        """True once iteration has reached the end of the batch."""
+        return self._done
+
+    def drained(self) -> bool:
+        """True when the pull has ended and every message of it was read."""
+        return self._done or (self._ended and self._q.qsize() <= 1)
+
+    def __iter__(self) -> FetchBatch:
+        return self
+
+    def __next__(self) -> Msg:
+        if self._done:
+            raise StopIteration
+        get = self._q.get
+        self._reading += 1
+        try:
+            while True:
+                try:
+                    item = get(True, WAIT_SLICE)
+                except queue.Empty:
+                    if self._engine.client.is_closed:
+                        self._end(errors.ConnectionClosedError())
+                    elif _mono() > self._deadline + WAIT_SLICE:
+                        self._end(None)  # the timer thread is gone or late
+                    continue
+                if item is _END:
+                    self._done = True
+                    self._engine.client._drainables.discard(self)
+                    raise StopIteration
+                self._taken_at = _mono()
+                msg: Msg = item
+                return msg
+        finally:
+            self._reading -= 1
+
+    # -- nc.drain() ----------------------------------------------------------
+
+    def _drain_begin(self) -> None:
+        """The connection drains: the pull ends; what arrived stays to be read."""
+        self._end(None)
+
+    def _drain_wait(self, deadline: float | None) -> bool:
+        """Wait while a thread reads what is buffered; see :func:`wait_read`."""
+        return wait_read(self, deadline)
+
+    def _finished(self) -> bool:
+        return self._done  # the end marker was read
+
+
+def wait_read(it: Any, deadline: float | None) -> bool:
+    """``nc.drain()`` on an iterator (``messages()``, a fetch): wait while it is being read.
+
+    Its buffered messages are read by whatever thread iterates it; waiting
+    lets that thread have (and ack) them before the connection closes. It
+    ends when the iterator reached its end (the thread came back for more
+    after the last message, so it has handled it), or when nobody is reading
+    it: no thread inside ``next`` and none took a message for ``WAIT_SLICE``
+    (the iterating thread may be the one draining, or gone). False when the
+    deadline passed first.
+    """
+    while not it._finished():
+        if not it._reading and _mono() - it._taken_at > WAIT_SLICE:
+            return True
+        if deadline is not None and _mono() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
