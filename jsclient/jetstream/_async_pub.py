@@ -40,6 +40,7 @@ from jsclient import errors
 from jsclient._future import LazyFuture
 from jsclient._threads import TimerHandle
 from jsclient.api import PubAck
+from jsclient.jetstream._window import Window
 from jsclient.jetstream._wire import (
     PUBLISH_RETRY_WAIT,
     may_resend,
@@ -68,14 +69,11 @@ class AsyncPublisher:
         self.max_pending = int(max_pending)
         self.stall_wait = float(stall_wait)
         self.ack_timeout = None if ack_timeout is None else float(ack_timeout)
-        # A stalled publish_async resumes when this many (or fewer) are pending.
-        self.resume_at = max(0, self.max_pending - max(1, self.max_pending // 4))
-        self.lock = threading.Lock()
-        self.room = threading.Condition(self.lock)
-        self.empty = threading.Condition(self.lock)
+        self.lock = threading.Lock()  # the sweep timer and the listener
         self.pending: dict[_AsyncPub, None] = {}  # in publish order
-        self.stalled = 0
-        self.completers = 0
+        # A stalled publish_async resumes once a quarter of the window is free.
+        limit = max(0, self.max_pending)
+        self.window = Window(limit, max(0, limit - max(1, limit // 4)), self.pending.__len__)
         self.sweep: TimerHandle | None = None
         self.listening = False
         self.runner = client._callbacks.submit  # where the futures' done callbacks run
@@ -103,10 +101,10 @@ class AsyncPublisher:
         else:
             raise ValueError(f"ack_timeout must be positive, got {ack_timeout!r}")
         pending = self.pending
-        if 0 < self.max_pending <= len(pending):
-            # Full: publishers queue up on the lock and wait for room in turn.
-            with self.lock:
-                self._wait_for_room()
+        window = self.window
+        # Back-pressure: a full window must drain to its mark, within stall_wait.
+        if window.full() and not window.wait_room(_mono() + self.stall_wait) and window.full():
+            raise errors.TooManyStalledMsgsError()
         # One dict operation, atomic on its own (as every built-in container's
         # is, with or without the GIL): no lock per publish. Threads publishing
         # at once may each add one past the window.
@@ -133,36 +131,10 @@ class AsyncPublisher:
     def complete(self, timeout: float | None) -> None:
         """Wait until every publish so far is acked or failed (TimeoutError after ``timeout``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self.lock:
-            self.completers += 1
-            try:
-                while self.pending:
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        raise errors.TimeoutError(
-                            f"nats: {len(self.pending)} async publishes still pending"
-                        )
-                    self.empty.wait(1.0 if left is None else min(left, 1.0))
-            finally:
-                self.completers -= 1
+        if not self.window.wait_below(0, deadline):
+            raise errors.TimeoutError(f"nats: {len(self.pending)} async publishes still pending")
 
     # -- internals ----------------------------------------------------------------
-
-    def _wait_for_room(self) -> None:
-        # With the lock held, having seen the window full.
-        deadline = time.monotonic() + self.stall_wait
-        pending = self.pending
-        self.stalled += 1
-        try:
-            while len(pending) > self.resume_at:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    if len(pending) >= self.max_pending:
-                        raise errors.TooManyStalledMsgsError()
-                    return  # not full any more: go on, without waiting for the mark
-                self.room.wait(left)
-        finally:
-            self.stalled -= 1
 
     def _sweep(self) -> None:
         # Timer thread: fail what is past its deadline; re-arm for the oldest left.
@@ -236,21 +208,10 @@ class AsyncPublisher:
         return True
 
     def _forget(self, ack: _AsyncPub) -> None:
-        # Reader thread, mostly: one dict operation, then a lock only if
-        # someone waits. A waiter counts itself under the lock and then looks
-        # at the window; this removes first and then reads the counts: either
-        # it sees the waiter or the waiter sees the room (and every wait is
-        # bounded anyway).
-        pending = self.pending
-        pending.pop(ack, None)
-        if self.stalled or self.completers:
-            with self.lock:
-                # A stalled publisher is woken only once a quarter of the window
-                # is free: waking it for every ack costs a thread switch per message.
-                if self.stalled and len(pending) <= self.resume_at:
-                    self.room.notify()
-                if self.completers and not pending:
-                    self.empty.notify_all()
+        # Reader thread, mostly: one dict operation; the window takes a lock
+        # only when a publisher or a completer waits.
+        self.pending.pop(ack, None)
+        self.window.released()
 
     def _listen(self) -> None:
         # A weak reference: the client's listener list must not keep every

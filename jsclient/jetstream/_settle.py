@@ -27,6 +27,7 @@ from jsclient.jetstream._flight import (
     _is_expectation,
     _set,
 )
+from jsclient.jetstream._window import Window
 from jsclient.jetstream._wire import (
     PUBLISH_RETRY_WAIT,
     _pub_ack_fields,
@@ -61,6 +62,7 @@ class FlightsRunner:
     _idle: threading.Condition
     _queue: deque[Flight]
     _in_flight: set[Flight]
+    _window: Window
     _done: deque[Flight]
     _timeline: deque[Flight]
     _retry_timeline: list[tuple[float, int, Flight, int]]
@@ -392,7 +394,7 @@ class FlightsRunner:
                         self._timed_out += 1
             busy = len(mine) + len(failed)
             self._settling += busy
-            if self._held and len(in_flight) <= self.refill_allowed_at:
+            if self._held and self._window.resumable():
                 self._lift()
         # A flight's _ack_future is read after _settled was set under the lock:
         # one made later completes itself (see Flight.publish_ack_future).
@@ -451,7 +453,7 @@ class FlightsRunner:
         # above refill_allowed_at. Lifting here, not after the flights runner
         # settled it, saves a thread hand-off per window.
         with self._lock:
-            if self._held and len(self._in_flight) <= self.refill_allowed_at:
+            if self._held and self._window.resumable():
                 self._lift()
 
     def _lift(self) -> None:

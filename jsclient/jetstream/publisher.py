@@ -75,6 +75,7 @@ from jsclient.jetstream._flight import (
     _hook,
 )
 from jsclient.jetstream._settle import FlightsRunner
+from jsclient.jetstream._window import Window
 from jsclient.jetstream._wire import pub_headers as _pub_headers
 from jsclient.protocol.headers import encode as encode_headers
 
@@ -151,6 +152,8 @@ class Publisher(FlightsRunner):
         # The window: published (or being published) and no PubAck yet; a failed
         # attempt stays until it is settled or retried.
         self._in_flight: set[Flight] = set()
+        # The publish paths' one window: holds at max_in_flight, lifts at refill_allowed_at.
+        self._window = Window(self.max_in_flight, self.refill_allowed_at, self._in_flight.__len__)
         self._done: deque[Flight] = deque()  # flights whose current attempt finished
         # Ack clocks. First sends, by the publish runner, in publish order: the
         # flight itself (due at publish_time + wait_timeout while it is on its
@@ -370,7 +373,7 @@ class Publisher(FlightsRunner):
             self._leave("publish")
 
     def _publish_loop(self) -> None:
-        lock, queue, in_flight = self._lock, self._queue, self._in_flight
+        lock, queue, in_flight, window = self._lock, self._queue, self._in_flight, self._window
         holding = False  # paused() was reported and resumed() not yet
         # The next batch, registered and encoded while the window was full, so
         # that the lift only has to write it (the server's turn is our spare time).
@@ -388,7 +391,7 @@ class Publisher(FlightsRunner):
                     ):
                         return
                     if self._held:
-                        if len(in_flight) > self.refill_allowed_at:
+                        if not window.resumable():
                             if ahead is None and queue:
                                 room = self.max_in_flight - self.refill_allowed_at
                                 prepare = min(room, len(queue), _BATCH)
@@ -444,11 +447,7 @@ class Publisher(FlightsRunner):
                     continue
                 with lock:
                     self._publishing = False
-                    if (
-                        not self._stopped
-                        and not self._held
-                        and len(in_flight) >= self.max_in_flight
-                    ):
+                    if not self._stopped and not self._held and window.full():
                         self._held = holding = True
                         paused_at = len(in_flight)
                     self._check_drained()

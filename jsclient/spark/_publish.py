@@ -19,6 +19,7 @@ do not come within ``timeout``. Every wait is bounded.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import deque
@@ -26,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from jsclient import _impl, errors
+from jsclient.jetstream._window import Window
 from jsclient.jetstream._wire import parse_pub_ack, pub_headers, status_reply_error
 from jsclient.protocol.headers import encode as encode_headers
 
@@ -117,10 +119,7 @@ class AckWindow:
         self.nc = nc
         self.window = max(1, window)
         self.timeout = timeout
-        self._low = self.window // 2
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)  # entered through _lock
-        self._waiting = False
+        self._lock = threading.Lock()  # an ack's state changes once, under it
         self.sent = 0  # by the sending thread
         self.done = 0  # under the lock
         self.epoch = 0  # disconnects seen
@@ -128,6 +127,8 @@ class AckWindow:
         # Sent and not yet taken by the caller, in send order (the caller pops
         # finished ones from the left).
         self.inflight: deque[Ack] = deque()
+        # The publish paths' one window: full at ``window``, resumes at half.
+        self._win = Window(self.window, self.window // 2, self._outstanding)
         nc._add_listener(self._on_event)
 
     def close(self) -> None:
@@ -136,6 +137,12 @@ class AckWindow:
     @property
     def outstanding(self) -> int:
         return self.sent - self.done
+
+    def _outstanding(self) -> int:
+        return self.sent - self.done
+
+    def _moved_on(self, epoch: int) -> bool:
+        return self.epoch != epoch  # a disconnect since ``epoch``
 
     # -- reader / callback threads -------------------------------------------
 
@@ -147,8 +154,7 @@ class AckWindow:
             ack.duplicate = duplicate
             ack.state = OK
             self.done += 1
-            if self._waiting and self.sent - self.done <= self._low:
-                self._cond.notify()
+        self._win.released()
 
     def finish(self, ack: Ack, state: int, error: BaseException) -> None:
         with self._lock:
@@ -157,14 +163,13 @@ class AckWindow:
             ack.error = error
             ack.state = state
             self.done += 1
-            if self._waiting:
-                self._cond.notify()
+        self._win.released()
 
     def _on_event(self, event: str) -> None:
         if event in ("disconnected", "closed"):
             with self._lock:
                 self.epoch += 1
-                self._cond.notify_all()
+            self._win.wake_all()
 
     # -- the sending thread ----------------------------------------------------
 
@@ -209,7 +214,6 @@ class AckWindow:
         """
         limit = max(0, limit)
         deadline = time.monotonic() + self.timeout
-        cond = self._cond
         while True:
             epoch = self.epoch
             if epoch != self._swept:
@@ -219,18 +223,10 @@ class AckWindow:
                     (a for a in self.inflight if a.epoch < epoch),
                     errors.PublishDisconnectedError(),
                 )
-            if self.sent - self.done <= limit:
+            if self._win.wait_below(limit, deadline, functools.partial(self._moved_on, epoch)):
                 return
-            with cond:
-                self._waiting = True
-                try:
-                    while self.sent - self.done > limit and self.epoch == epoch:
-                        left = deadline - time.monotonic()
-                        if left <= 0:
-                            raise errors.TimeoutError(
-                                f"nats: no acks for {self.timeout:g} s while waiting for {what} "
-                                f"({self.sent - self.done} publishes unacknowledged)"
-                            )
-                        cond.wait(min(left, 0.5))
-                finally:
-                    self._waiting = False
+            if self.epoch == epoch:  # not a disconnect: the deadline
+                raise errors.TimeoutError(
+                    f"nats: no acks for {self.timeout:g} s while waiting for {what} "
+                    f"({self.sent - self.done} publishes unacknowledged)"
+                )

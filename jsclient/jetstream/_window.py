@@ -1,0 +1,113 @@
+"""The flow-control window of every async publish path.
+
+``JetStream.publish_async``, the managed :class:`~jsclient.jetstream.publisher.Publisher`
+and the Spark sink each keep at most ``limit`` publishes waiting for their
+acks. When the window is full, sending holds until the window has drained to
+``resume_at`` (a mark below the limit: resuming on every single ack would
+cost a thread switch per message) or, for a bounded wait, until a deadline.
+
+:class:`Window` is that rule and its waiting, once. The owner keeps the
+count (the length of its pending dict or in-flight set, or sent - done) and
+calls :meth:`Window.released` after the count went down; that costs no lock
+unless a thread waits. Every wait is bounded: by its deadline, and in slices
+of at most :data:`WAIT_SLICE` so that a wake-up lost to a race costs a slice,
+never a hang.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["WAIT_SLICE", "Window"]
+
+#: The longest single wait; every wait re-checks its condition at least this often.
+WAIT_SLICE = 0.5
+
+
+class Window:
+    """At most ``limit`` outstanding (0: no limit); a full window resumes at ``resume_at``.
+
+    ``count`` returns the number outstanding; the owner changes it and calls
+    :meth:`released` after every decrease (any thread).
+    """
+
+    __slots__ = ("_cond", "_count", "_targets", "_waiting", "limit", "resume_at")
+
+    def __init__(self, limit: int, resume_at: int, count: Callable[[], int]) -> None:
+        if limit < 0 or not 0 <= resume_at <= max(0, limit):
+            raise ValueError(f"window: need 0 <= resume_at <= limit, got {resume_at}, {limit}")
+        self.limit = limit
+        self.resume_at = resume_at
+        self._count = count
+        self._cond = threading.Condition(threading.Lock())
+        self._waiting = 0  # threads in a wait (read without the lock by released())
+        self._targets: list[int] = []  # the count each waiting thread waits for
+
+    # -- the rule ----------------------------------------------------------------
+
+    def full(self, adding: int = 1) -> bool:
+        """True when ``adding`` more would not fit."""
+        return 0 < self.limit < self._count() + adding
+
+    def resumable(self) -> bool:
+        """True once a full window has drained to ``resume_at``."""
+        return self._count() <= self.resume_at
+
+    # -- waiting -------------------------------------------------------------------
+
+    def wait_room(self, deadline: float) -> bool:
+        """A sender found the window full: wait until it drained to ``resume_at``.
+
+        False at ``deadline`` (the window may have room by then without having
+        reached the mark; the caller decides with :meth:`full`).
+        """
+        return self.wait_below(self.resume_at, deadline)
+
+    def wait_below(
+        self,
+        target: int,
+        deadline: float | None,
+        interrupted: Callable[[], bool] | None = None,
+    ) -> bool:
+        """Wait until at most ``target`` are outstanding; False at ``deadline``
+        (None: none) or as soon as ``interrupted()`` turns true."""
+        count = self._count
+        cond = self._cond
+        with cond:
+            self._waiting += 1
+            self._targets.append(target)
+            try:
+                while count() > target:
+                    if interrupted is not None and interrupted():
+                        return False
+                    left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    cond.wait(min(left, WAIT_SLICE))
+                return True
+            finally:
+                self._targets.remove(target)
+                self._waiting -= 1
+
+    # -- the owner's side ----------------------------------------------------------
+
+    def released(self) -> None:
+        """The count went down: wake the waiters whose target it reached.
+
+        Removing first and then reading ``_waiting`` (the owner's order) pairs
+        with a waiter that registers and then reads the count: one of the two
+        sees the other.
+        """
+        if self._waiting:
+            cond = self._cond
+            with cond:
+                targets = self._targets
+                if targets and self._count() <= max(targets):
+                    cond.notify_all()
+
+    def wake_all(self) -> None:
+        """Wake every waiter to re-check (an interruption such as a disconnect)."""
+        with self._cond:
+            self._cond.notify_all()
