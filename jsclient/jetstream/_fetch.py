@@ -10,23 +10,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from jsclient import _impl, errors
+from jsclient import errors
 from jsclient._threads import TimerHandle
 from jsclient.jetstream._pull_engine import (
     EXPIRY_GUARD,
     FLOW_CONTROL,
     HEARTBEAT,
     HEARTBEAT_FACTOR,
-    PIN_HDR,
     WAIT_SLICE,
     Engine,
     pull_status,
 )
-from jsclient.msg import ACK_NONE_POLICY, Msg
+from jsclient.msg import Msg
 
 ErrorCallback = Callable[[BaseException], Any]
 _mono = time.monotonic
-_status_of = _impl.status.status_of
 _END = object()
 
 
@@ -55,7 +53,6 @@ class FetchBatch:
         self._batch = batch
         self._max_bytes = max_bytes
         self._heartbeat = heartbeat
-        self._ack_none = engine.ack_none
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._put = self._q.put
         self._count = 0
@@ -89,21 +86,14 @@ class FetchBatch:
     # -- reader thread -----------------------------------------------------
 
     def _on_msg(self, msg: Msg) -> None:
-        hdr = msg._hdr
-        if hdr is not None:
-            if not msg.data:
-                st = _status_of(hdr)
-                if st is not None:
-                    self._on_status(msg.subject, st[0], st[1])
-                    return
-            if PIN_HDR in hdr:
-                self._engine.remember_pin(hdr)
+        st = self._engine.read(msg)
+        if st is not None:
+            self._on_status(msg.subject, st[0], st[1])
+            return
         if self._ended:
             return
         if self._heartbeat:
             self._last = _mono()
-        if self._ack_none:
-            msg._ackd = ACK_NONE_POLICY
         self._put(msg)
         n = self._count + 1
         self._count = n

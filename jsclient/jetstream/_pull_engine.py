@@ -294,6 +294,23 @@ class Engine:
         data = b"PUB %s %s %d\r\n%s\r\n" % (self.next_subject, reply.encode(), len(body), body)
         self.client._publish_raw(data, len(body))
 
+    def read(self, msg: Msg) -> tuple[int, str] | None:
+        """The one reading of what arrives on a pull's inbox, for every pull loop
+        (fetch, legacy fetch, consume and messages): a status line ``(code,
+        description)`` for the loop to act on, or None for a message, made
+        ready for the user here (its pin id remembered, AckNone marked)."""
+        hdr = msg._hdr
+        if hdr is not None:
+            if not msg.data:
+                st: tuple[int, str] | None = _status_of(hdr)
+                if st is not None:
+                    return st
+            if PIN_HDR in hdr:
+                self.remember_pin(hdr)
+        if self.ack_none:
+            msg._ackd = ACK_NONE_POLICY
+        return None
+
     def remember_pin(self, hdr: bytes) -> None:
         pin = _status.header_value(hdr, "Nats-Pin-Id")
         if pin:
@@ -432,18 +449,11 @@ class Feed:
     def process(self, item: Any) -> Msg | None:
         if item.__class__ is Msg:
             msg: Msg = item
-            hdr = msg._hdr
-            if hdr is not None:
-                if not msg.data:
-                    st = _status_of(hdr)
-                    if st is not None:
-                        self._on_status(msg, st[0], st[1], hdr)
-                        return None
-                if PIN_HDR in hdr:
-                    self.engine.remember_pin(hdr)
+            st = self.engine.read(msg)
+            if st is not None:
+                self._on_status(msg, st[0], st[1], msg._hdr or b"")  # a status has a header
+                return None
             self.counter.on_message(msg.size)
-            if self.ack_none:
-                msg._ackd = ACK_NONE_POLICY
             self.delivered += 1
             if not self.paused:
                 req = self.counter.next_pull()

@@ -53,13 +53,12 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from jsclient import _impl, errors
+from jsclient import errors
 from jsclient.api import ConsumerInfo
 from jsclient.jetstream import _subscribe as wf
 from jsclient.jetstream._pull_engine import (
     FLOW_CONTROL,
     HEARTBEAT,
-    PIN_HDR,
     RESET,
     WAIT_SLICE,
     Engine,
@@ -67,7 +66,7 @@ from jsclient.jetstream._pull_engine import (
     positive_int,
     pull_status,
 )
-from jsclient.msg import ACK_NONE_POLICY, Msg
+from jsclient.msg import Msg
 from jsclient.subscription import Subscription, _Ended
 
 if TYPE_CHECKING:
@@ -77,7 +76,6 @@ if TYPE_CHECKING:
 __all__ = ["PullSubscription", "expires_for", "pull_subscribe"]
 
 _mono = time.monotonic
-_status_of = _impl.status.status_of
 
 #: Long pull expiry margin below the time the caller has left.
 MARGIN_FRACTION = 0.1
@@ -123,7 +121,6 @@ class PullSubscription:
         self.stream_name = stream
         self.consumer_name = consumer
         self._engine = Engine(js, stream, consumer, ack_none)
-        self._ack_none = ack_none
         self._delete_consumer = delete_consumer
         self._fetching = threading.Lock()
         self._error: BaseException | None = None
@@ -208,15 +205,7 @@ class PullSubscription:
                 msgs.append(msg)
 
     def _is_user(self, msg: Msg) -> bool:
-        hdr = msg._hdr
-        if hdr is not None:
-            if not msg.data and _status_of(hdr) is not None:
-                return False
-            if PIN_HDR in hdr:
-                self._engine.remember_pin(hdr)
-        if self._ack_none:
-            msg._ackd = ACK_NONE_POLICY
-        return True
+        return self._engine.read(msg) is None
 
     def _pull(
         self,
@@ -234,7 +223,7 @@ class PullSubscription:
         reconnects = client.stats["reconnects"]
         engine.publish_pull(reply, batch - len(msgs), 0, expires, 0.0, no_wait)
         take = self._sub._take
-        no_acks = self._ack_none
+        read = engine.read
         while True:
             wait = WAIT_SLICE
             if deadline is not None:
@@ -251,28 +240,21 @@ class PullSubscription:
             except _Ended as end:
                 self._on_ended(end)
                 raise self._error or errors.BadSubscriptionError() from None
-            hdr = msg._hdr
-            if hdr is not None:
-                if not msg.data:
-                    st = _status_of(hdr)
-                    if st is not None:
-                        if msg.subject != reply:
-                            continue  # a late status of an earlier pull
-                        kind, error = pull_status(engine, st[0], st[1])
-                        if kind in (HEARTBEAT, FLOW_CONTROL):
-                            continue
-                        if error is None:
-                            return _ENDED
-                        if kind == RESET:
-                            return _RESET
-                        if not msgs:
-                            raise error
-                        self._error = error  # raised by the next fetch
-                        return _ENDED
-                if PIN_HDR in hdr:
-                    engine.remember_pin(hdr)
-            if no_acks:
-                msg._ackd = ACK_NONE_POLICY
+            st = read(msg)
+            if st is not None:
+                if msg.subject != reply:
+                    continue  # a late status of an earlier pull
+                kind, error = pull_status(engine, st[0], st[1])
+                if kind in (HEARTBEAT, FLOW_CONTROL):
+                    continue
+                if error is None:
+                    return _ENDED
+                if kind == RESET:
+                    return _RESET
+                if not msgs:
+                    raise error
+                self._error = error  # raised by the next fetch
+                return _ENDED
             msgs.append(msg)
             if len(msgs) >= batch:
                 return _FULL
