@@ -356,7 +356,7 @@ def test_child_commands() -> None:
     js = runner.child_command("core-request", JSCLIENT, "nats://h:1", 10)
     py = runner.child_command("core-request", NATS_PY, "nats://h:1", 10)
     for cmd, client in ((js, JSCLIENT), (py, NATS_PY)):
-        # the checkout's root first on the child's path, then the runner module
+        # the checkout's root (appended to the child's path), then the runner module
         assert cmd[1] == "-c" and cmd[3:5] == [ROOT, "jsbench.runner"]
         assert cmd[-8:-4] == ["--workload", "core-request", "--client", client]
         assert cmd[-4:] == ["--url", "nats://h:1", "--n", "10"]
