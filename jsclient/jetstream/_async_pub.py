@@ -101,10 +101,11 @@ class AsyncPublisher:
         else:
             raise ValueError(f"ack_timeout must be positive, got {ack_timeout!r}")
         pending = self.pending
-        window = self.window
-        # Back-pressure: a full window must drain to its mark, within stall_wait.
-        if window.full() and not window.wait_room(_mono() + self.stall_wait) and window.full():
-            raise errors.TooManyStalledMsgsError()
+        if 0 < self.max_pending <= len(pending):  # window.full(), inline: once per publish
+            # Back-pressure: a full window must drain to its mark, within stall_wait.
+            window = self.window
+            if not window.wait_room(_mono() + self.stall_wait) and window.full():
+                raise errors.TooManyStalledMsgsError()
         # One dict operation, atomic on its own (as every built-in container's
         # is, with or without the GIL): no lock per publish. Threads publishing
         # at once may each add one past the window.
@@ -211,7 +212,9 @@ class AsyncPublisher:
         # Reader thread, mostly: one dict operation; the window takes a lock
         # only when a publisher or a completer waits.
         self.pending.pop(ack, None)
-        self.window.released()
+        window = self.window
+        if window._waiting:  # released()'s own first test, inline: once per ack
+            window.released()
 
     def _listen(self) -> None:
         # A weak reference: the client's listener list must not keep every
