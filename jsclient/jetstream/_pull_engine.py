@@ -10,21 +10,21 @@ later one.
 
 Two kinds of session share this machinery:
 
-- ``FetchBatch`` (in :mod:`jsclient.jetstream.pull`; ``fetch``, ``fetch_bytes``,
+- ``FetchBatch`` (in :mod:`jsclient.jetstream._fetch`; ``fetch``, ``fetch_bytes``,
   ``fetch_no_wait``, ``next``): one pull. Its small state machine runs on the
   reader thread (count, compare, queue put); the caller iterates the messages
   off a ``SimpleQueue``. Fetches borrow an idle inbox from the consumer's pool,
   so a steady stream of fetches costs no SUB/UNSUB, and concurrent fetches on
   one consumer instance each get an inbox of their own (user messages carry no
   token, so a shared inbox could not keep them apart).
-- :class:`Feed` (``consume``, ``messages``): continuous pulling on a dedicated
-  inbox. The reader thread only stamps the time and queues each message; the
-  consuming thread (the consume dispatcher, or the caller of ``messages().next``)
-  does the ADR-37 pending accounting, status handling and re-pulls. All counter
-  changes thus happen on one thread and need no lock, and the buffer stays
-  bounded by ``max_messages``/``max_bytes`` because pending falls only as the
-  consumer takes messages. The heartbeat watchdog (on the connection's timer
-  thread) and the reconnect listener (on its callback thread) talk to that
+- ``Feed`` (in :mod:`jsclient.jetstream._feed`; ``consume``, ``messages``):
+  continuous pulling on a dedicated inbox. The reader thread only stamps the time
+  and queues each message; the consuming thread (the consume dispatcher, or the
+  caller of ``messages().next``) does the ADR-37 pending accounting, status handling
+  and re-pulls. All counter changes thus happen on one thread and need no lock, and
+  the buffer stays bounded by ``max_messages``/``max_bytes`` because pending falls
+  only as the consumer takes messages. The heartbeat watchdog (on the connection's
+  timer thread) and the reconnect listener (on its callback thread) talk to that
   thread through the same queue.
 """
 
@@ -32,15 +32,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import queue
 import time
 import weakref
-from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
-from jsclient._threads import TimerHandle
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
@@ -248,7 +245,7 @@ class Engine:
         self._sids: list[int] = []
         self.fetch_delivered = 0
         self.fetches_open = 0
-        self.feed: Feed | None = None
+        self.feed: Any = None  # the Feed of a running consume/messages, if any
         self._finalizer = weakref.finalize(self, _release_sids, self.client, self._sids)
 
     def close(self) -> None:
@@ -319,7 +316,8 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         feed = self.feed
         if feed is not None:
-            return feed.stats()
+            live: dict[str, Any] = feed.stats()
+            return live
         return self.idle_stats(self.fetches_open, self.fetch_delivered)
 
     @staticmethod
@@ -332,253 +330,4 @@ class Engine:
             "last_heartbeat_age": None,
             "reconnects": 0,
             "delivered": delivered,
-        }
-
-
-class Feed:
-    """One continuous pull session (consume / messages) on a dedicated inbox.
-
-    ``process(item)`` runs on the consuming thread for every queued item and
-    returns the message to hand to the user, or ``None``. It raises
-    :class:`Terminal` when the session is over, and ``NoHeartbeatError`` for a
-    missed heartbeat when ``err_on_missing_heartbeat`` is set.
-    """
-
-    def __init__(
-        self,
-        engine: Engine,
-        opts: PullOptions,
-        q: queue.SimpleQueue[Any],
-        report: Any,
-    ) -> None:
-        self.engine = engine
-        self.opts = opts
-        self.q = q
-        self.report = report
-        self.counter = _impl.sizes.PendingCounter(
-            opts.max_messages, opts.max_bytes, opts.threshold_messages, opts.threshold_bytes
-        )
-        self.bytes_mode = opts.max_bytes > 0
-        self.ack_none = engine.ack_none
-        self.last = _mono()
-        self.paused = False
-        self.stopped = False
-        self.hb_queued = False
-        self.outage_warned = False
-        self.first_token = 0
-        self.last_token = 0
-        self.open: deque[tuple[int, int]] = deque(maxlen=64)
-        self.delivered = 0
-        self.reconnects = 0
-        self.prefix = ""
-        self.sid = 0
-        self._timer: TimerHandle | None = None
-
-    # -- lifecycle (caller's thread) -----------------------------------------
-
-    def start(self) -> None:
-        client = self.engine.client
-        self.prefix = client.new_inbox() + "."
-        self.sid = client._subscribe_internal(self.prefix + "*", self._on_msg)
-        client._add_listener(self._on_conn)
-        self._timer = client._scheduler.call_later(self.opts.heartbeat, self._watch)
-        self.engine.feed = self
-        try:
-            self._maybe_pull()
-        except Terminal as t:
-            self.stop()
-            raise t.error from None
-        except BaseException:
-            self.stop()
-            raise
-
-    def stop(self) -> None:
-        """No more pulls; the inbox is unsubscribed (in-flight messages are dropped)."""
-        if self.stopped:
-            return
-        self.stopped = True
-        if self._timer is not None:
-            self._timer.cancel()
-        client = self.engine.client
-        client._remove_listener(self._on_conn)
-        client._unsubscribe_internal(self.sid)
-
-    # -- reader thread -----------------------------------------------------
-
-    def _on_msg(self, msg: Msg) -> None:
-        self.last = _mono()
-        self.q.put(msg)
-
-    # -- callback / timer threads ------------------------------------------------
-
-    def _on_conn(self, event: str) -> None:
-        if self.stopped:
-            return
-        if event == "disconnected":
-            self.paused = True  # no pulls until the consuming thread sees _RECONNECTED
-        elif event == "reconnected":
-            self.last = _mono()
-            self.q.put((_RECONNECTED, self))
-        elif event == "closed":
-            self.q.put((_CLOSED, self))
-
-    def _watch(self) -> None:
-        if self.stopped:
-            return
-        hb = self.opts.heartbeat
-        # Only a caught-up consumer can miss a heartbeat: with items still queued
-        # the silence may be ours (a status not yet processed, so no re-pull yet).
-        # While disconnected the timer is paused (no re-pulls), except for one
-        # warning per outage, so that error_cb learns the consume is stalled.
-        if (
-            not self.hb_queued
-            and not (self.paused and self.outage_warned)
-            and self.q.empty()
-            and _mono() - self.last > HEARTBEAT_FACTOR * hb
-        ):
-            self.last = _mono()
-            self.outage_warned = self.paused
-            self.hb_queued = True
-            if not self.opts.err_on_missing_heartbeat:
-                self.report(errors.NoHeartbeatError())
-            self.q.put((_HB_MISSED, self))
-        self._timer = self.engine.client._scheduler.call_later(hb, self._watch)
-
-    # -- consuming thread ----------------------------------------------------
-
-    def process(self, item: Any) -> Msg | None:
-        if item.__class__ is Msg:
-            msg: Msg = item
-            st = self.engine.read(msg)
-            if st is not None:
-                self._on_status(msg, st[0], st[1], msg._hdr or b"")  # a status has a header
-                return None
-            self.counter.on_message(msg.size)
-            self.delivered += 1
-            if not self.paused:
-                req = self.counter.next_pull()
-                if req is not None:
-                    self._pull(req[0], req[1])
-            return msg
-        return self._on_control(item[0])
-
-    def _on_control(self, kind: int) -> Msg | None:
-        if self.stopped:
-            return None
-        if kind == _CLOSED:
-            raise Terminal(errors.ConnectionClosedError(), report=False)
-        if kind == _RECONNECTED:
-            self.reconnects += 1
-            self.paused = False
-            self.outage_warned = False
-            self.last = _mono()
-            self._restart()
-        elif kind == _HB_MISSED:
-            self.hb_queued = False
-            if not self.paused:
-                self.on_missed_heartbeat()
-            elif self.opts.err_on_missing_heartbeat:
-                raise errors.NoHeartbeatError()
-        return None
-
-    def on_missed_heartbeat(self) -> None:
-        """Re-pull from scratch; raise for messages() if asked to."""
-        self._restart()
-        if self.opts.err_on_missing_heartbeat:
-            raise errors.NoHeartbeatError()
-
-    def _restart(self) -> None:
-        """Forget every open pull (they are gone) and pull afresh."""
-        self.counter.reset()
-        self.open.clear()
-        self.first_token = self.last_token + 1
-        self._maybe_pull()
-
-    def _on_status(self, msg: Msg, code: int, description: str, hdr: bytes) -> None:
-        kind = _classify(code, description)
-        if kind in (HEARTBEAT, FLOW_CONTROL):
-            return
-        # Statuses of pulls made before the last restart carry stale pending counts.
-        fresh = _token(msg.subject, self.prefix) >= self.first_token
-        if kind in (NO_MESSAGES, REQUEST_TIMEOUT, PULL_ENDED):
-            if fresh:
-                pm, pb = _js_headers(hdr)[:2]
-                self.counter.on_status(pm, pb)
-        elif kind == RESET:
-            if code == 423:
-                self.engine.pin_id = None
-            self.report(errors.StatusError(code, description))
-            if fresh:
-                self.counter.reset()
-                self.open.clear()
-                self.first_token = self.last_token + 1
-        else:
-            self.on_status_error(kind, status_error(code, description, kind))
-            if fresh:
-                pm, pb = _js_headers(hdr)[:2]
-                self.counter.on_status(pm, pb)
-        self._maybe_pull()
-
-    def on_status_error(self, kind: int, error: errors.Error) -> None:
-        """Terminal statuses end the session; warnings go to the error callback."""
-        if kind == TERMINAL:
-            raise Terminal(error)
-        self.report(error)
-
-    def _maybe_pull(self) -> None:
-        if self.paused or self.stopped:
-            return
-        req = self.counter.next_pull()
-        if req is not None:
-            self._pull(req[0], req[1])
-
-    def _pull(self, batch: int, max_bytes: int) -> None:
-        if self.stopped:
-            return
-        if self.bytes_mode:
-            if max_bytes <= 0:
-                return
-            batch = BYTES_MODE_BATCH
-        elif batch <= 0:
-            return
-        token = next(self.engine.tokens)
-        self.last_token = token
-        self.open.append((batch, max_bytes))
-        opts = self.opts
-        try:
-            self.engine.publish_pull(
-                self.prefix + str(token),
-                batch,
-                max_bytes,
-                opts.expires,
-                opts.heartbeat,
-                False,
-                opts.group,
-            )
-        except errors.ConnectionClosedError:
-            raise Terminal(errors.ConnectionClosedError(), report=False)
-        except errors.Error as exc:
-            self.report(exc)
-
-    # -- any thread ----------------------------------------------------------
-
-    def stats(self) -> dict[str, Any]:
-        counter = self.counter
-        pending = counter.bytes if self.bytes_mode else counter.msgs
-        # Estimate: the server serves pulls roughly in order, so the newest pulls
-        # whose sizes add up to what is still pending are the open ones.
-        outstanding = 0
-        covered = 0
-        for batch, max_bytes in reversed(list(self.open)):
-            if covered >= pending:
-                break
-            covered += max_bytes if self.bytes_mode else batch
-            outstanding += 1
-        return {
-            "pending_messages": counter.msgs,
-            "pending_bytes": counter.bytes,
-            "pulls_outstanding": 0 if self.stopped else outstanding,
-            "last_heartbeat_age": _mono() - self.last,
-            "reconnects": self.reconnects,
-            "delivered": self.delivered,
         }

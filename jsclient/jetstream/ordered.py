@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 from jsclient import _impl, errors
 from jsclient._threads import Flag, log
 from jsclient.api import ConsumerInfo
+from jsclient.jetstream._feed import Feed
 from jsclient.jetstream._pull_engine import (
     NO_RESPONDERS,
     TERMINAL,
     Engine,
-    Feed,
     PullOptions,
     Terminal,
     continuous_options,

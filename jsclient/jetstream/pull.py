@@ -22,10 +22,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
+from jsclient.jetstream._feed import Feed
 from jsclient.jetstream._pull_engine import (
     BYTES_MODE_BATCH,
     Engine,
-    Feed,
     PullOptions,
     ack_none,
     continuous_options,
