@@ -14,6 +14,7 @@ import pytest
 
 from jsclient import errors
 from jsclient.jetstream import _pull_engine as pe
+from jsclient.jetstream._feed import Feed
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 
@@ -73,7 +74,7 @@ class _FakeJS:
         self._timeout = 5.0
 
 
-def _feed(**options: Any) -> tuple[pe.Feed, _FakeClient, list[BaseException]]:
+def _feed(**options: Any) -> tuple[Feed, _FakeClient, list[BaseException]]:
     js = _FakeJS()
     engine = pe.Engine(js, "S", "C", ack_none=options.pop("ack_none", False))  # type: ignore[arg-type]
     defaults: dict[str, Any] = {
@@ -87,7 +88,7 @@ def _feed(**options: Any) -> tuple[pe.Feed, _FakeClient, list[BaseException]]:
     defaults.update(options)
     opts = pe.continuous_options(**defaults)
     reported: list[BaseException] = []
-    feed = pe.Feed(engine, opts, queue.SimpleQueue(), reported.append)
+    feed = Feed(engine, opts, queue.SimpleQueue(), reported.append)
     feed.start()
     return feed, js._client, reported
 
@@ -98,7 +99,7 @@ def _user(n: int = 1, payload: bytes = b"0123456789", hdr: bytes | None = None) 
     return Msg(None, "s.a", reply, payload, hdr, size, 1)
 
 
-def _status(feed: pe.Feed, token: int, line: str, **headers: str) -> Msg:
+def _status(feed: Feed, token: int, line: str, **headers: str) -> Msg:
     block = f"NATS/1.0 {line}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     return Msg(None, f"{feed.prefix}{token}", "", b"", (block + "\r\n").encode(), -1, 1)
 
