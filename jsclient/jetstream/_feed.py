@@ -16,9 +16,6 @@ from jsclient.msg import Msg
 if TYPE_CHECKING:
     pass
 from jsclient.jetstream._pull_engine import (
-    _CLOSED,
-    _HB_MISSED,
-    _RECONNECTED,
     BYTES_MODE_BATCH,
     FLOW_CONTROL,
     HEARTBEAT,
@@ -31,7 +28,6 @@ from jsclient.jetstream._pull_engine import (
     Engine,
     PullOptions,
     Terminal,
-    _token,
     status_error,
 )
 
@@ -39,6 +35,17 @@ _status = _impl.status
 _classify = _status.classify
 _js_headers = _status.js_headers
 _mono = time.monotonic
+
+# Control items handed to the consuming thread: (kind, feed).
+_RECONNECTED = 1
+_HB_MISSED = 2
+_CLOSED = 3
+
+
+def _token(subject: str, prefix: str) -> int:
+    """The pull token in a status subject ``<prefix><token>``, or -1."""
+    tok = subject[len(prefix) :]
+    return int(tok) if subject.startswith(prefix) and tok.isdigit() and tok.isascii() else -1
 
 
 class Feed:

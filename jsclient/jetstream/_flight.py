@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import threading
     from collections import deque
 
+    from jsclient.jetstream._window import Window
     from jsclient.protocol.headers import HeadersIn
 
 __all__ = [
@@ -140,7 +141,7 @@ class _Owner(Protocol):
     """What a flight reads of its publisher (:class:`~jsclient.jetstream.publisher.Publisher`)."""
 
     id_prefix: str
-    refill_allowed_at: int
+    _window: Window  # the publish paths' one window (its resume mark is refill_allowed_at)
     _lock: threading.Lock
     _done: deque[Flight]
     _in_flight: set[Flight]
@@ -302,7 +303,7 @@ class Flight(_Future["Flight"]):
                 # batch first; it wakes the flights runner after that (or the
                 # flights runner's own clock does), so settling these acks
                 # overlaps the server's work on the next batch.
-                if len(in_flight) <= owner.refill_allowed_at:
+                if len(in_flight) <= owner._window.resume_at:
                     owner._lift_on_ack()
                 return
         if owner._flights_waiting:

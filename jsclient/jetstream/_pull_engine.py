@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,8 +46,6 @@ if TYPE_CHECKING:
 _status = _impl.status
 _status_of = _status.status_of
 _classify = _status.classify
-_js_headers = _status.js_headers
-_mono = time.monotonic
 
 HEARTBEAT = _status.HEARTBEAT
 FLOW_CONTROL = _status.FLOW_CONTROL
@@ -70,10 +67,6 @@ EXPIRY_GUARD = 1.0
 HEARTBEAT_FACTOR = 2.0
 PIN_HDR = b"Nats-Pin-Id"
 
-# Control items handed to the consuming thread: (kind, feed).
-_RECONNECTED = 1
-_HB_MISSED = 2
-_CLOSED = 3
 #: Queued by stop()/drain() to wake the consuming thread.
 STOP = object()
 
@@ -125,12 +118,6 @@ def pull_status(engine: Engine, code: int, description: str) -> tuple[int, error
 
 _PULL_GOES_ON = frozenset((HEARTBEAT, FLOW_CONTROL))
 _PULL_ENDS_NORMALLY = frozenset((NO_MESSAGES, REQUEST_TIMEOUT, PULL_ENDED))
-
-
-def _token(subject: str, prefix: str) -> int:
-    """The pull token in a status subject ``<prefix><token>``, or -1."""
-    tok = subject[len(prefix) :]
-    return int(tok) if subject.startswith(prefix) and tok.isdigit() and tok.isascii() else -1
 
 
 @dataclass(frozen=True, slots=True)

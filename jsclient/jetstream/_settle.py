@@ -48,7 +48,6 @@ class FlightsRunner:
     # Set by Publisher.__init__ (see there).
     _client: Core
     retry: RetryConfig | None
-    refill_allowed_at: int
     poll_time: float
     wait_timeout: float
     _on_published: Callable[..., None] | None

@@ -134,10 +134,6 @@ class AckWindow:
     def close(self) -> None:
         self.nc._remove_listener(self._on_event)
 
-    @property
-    def outstanding(self) -> int:
-        return self.sent - self.done
-
     def _outstanding(self) -> int:
         return self.sent - self.done
 

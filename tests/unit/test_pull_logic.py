@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from jsclient import errors
+from jsclient.jetstream import _feed as fd
 from jsclient.jetstream import _pull_engine as pe
 from jsclient.jetstream._feed import Feed
 from jsclient.msg import ACK_NONE_POLICY, Msg
@@ -165,10 +166,10 @@ def test_status_errors_are_typed() -> None:
 
 
 def test_token_parsing() -> None:
-    assert pe._token("_INBOX.x.17", "_INBOX.x.") == 17
-    assert pe._token("_INBOX.y.17", "_INBOX.x.") == -1
-    assert pe._token("_INBOX.x.a1", "_INBOX.x.") == -1
-    assert pe._token("_INBOX.x.\u0661", "_INBOX.x.") == -1  # non-ASCII digit
+    assert fd._token("_INBOX.x.17", "_INBOX.x.") == 17
+    assert fd._token("_INBOX.y.17", "_INBOX.x.") == -1
+    assert fd._token("_INBOX.x.a1", "_INBOX.x.") == -1
+    assert fd._token("_INBOX.x.\u0661", "_INBOX.x.") == -1  # non-ASCII digit
 
 
 # -- feed accounting -----------------------------------------------------------
@@ -223,7 +224,7 @@ def test_request_timeout_subtracts_pending_and_repulls() -> None:
 def test_stale_token_status_does_not_touch_pending() -> None:
     feed, client, _ = _feed(max_messages=10)
     feed.process(_status(feed, 1, "100 Idle Heartbeat"))
-    feed._on_control(pe._RECONNECTED)  # pull 1 is gone; pull 2 is fresh
+    feed._on_control(fd._RECONNECTED)  # pull 1 is gone; pull 2 is fresh
     assert feed.stats()["reconnects"] == 1
     assert [p[1] for p in client.pulls] == [f"{feed.prefix}1", f"{feed.prefix}2"]
     feed.process(_status(feed, 1, "408 Request Timeout", **{"Nats-Pending-Messages": "10"}))
@@ -298,11 +299,11 @@ def test_paused_feed_does_not_pull_until_reconnected() -> None:
 def test_missed_heartbeat_repulls_and_raises_when_asked() -> None:
     feed, client, _ = _feed(max_messages=4)
     feed.process(_user(1))
-    assert feed.process((pe._HB_MISSED, feed)) is None
+    assert feed.process((fd._HB_MISSED, feed)) is None
     assert len(client.pulls) == 2 and client.pulls[1][2]["batch"] == 4  # full reset
     feed2, client2, _ = _feed(max_messages=4, err_on_missing_heartbeat=True)
     with pytest.raises(errors.NoHeartbeatError):
-        feed2.process((pe._HB_MISSED, feed2))
+        feed2.process((fd._HB_MISSED, feed2))
     assert len(client2.pulls) == 2
 
 
@@ -326,7 +327,7 @@ def test_watchdog_warns_once_per_outage() -> None:
 def test_closed_connection_is_terminal_and_silent() -> None:
     feed, _, _ = _feed()
     with pytest.raises(pe.Terminal) as info:
-        feed.process((pe._CLOSED, feed))
+        feed.process((fd._CLOSED, feed))
     assert isinstance(info.value.error, errors.ConnectionClosedError)
     assert info.value.report is False
 
