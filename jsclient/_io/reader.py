@@ -143,11 +143,9 @@ class Reader:
             return n
         poller = self._poller
         if poller is None or self._poll_sock is not sock:
-            poller = self._poller = select.poll()
+            wake = self.link._wake_r
+            poller = self._poller = _poller_for(sock, *([wake] if wake is not None else []))
             self._poll_sock = sock
-            poller.register(sock, select.POLLIN)
-            if self.link._wake_r is not None:
-                poller.register(self.link._wake_r, select.POLLIN)
         for fd, _ in poller.poll(WAIT_SLICE * 1000):
             if fd != sock.fileno():
                 self.drain_wake()
@@ -162,8 +160,7 @@ class Reader:
             return
         poller = self._park_poller
         if poller is None:
-            poller = self._park_poller = select.poll()
-            poller.register(wake, select.POLLIN)
+            poller = self._park_poller = _poller_for(wake)
         if poller.poll(LINGER * 1000):
             self.drain_wake()
 
@@ -224,9 +221,11 @@ class Reader:
         view = self.view
         poller = self._lead_poller
         if poller is None or self._lead_sock is not sock:
-            poller = self._lead_poller = select.poll()
+            try:
+                poller = self._lead_poller = _poller_for(sock)
+            except OSError:
+                return False  # closed under this thread: close() releases the waiter
             self._lead_sock = sock
-            poller.register(sock, select.POLLIN)
         # The request was just sent: wait for readability first (a receive now
         # would almost always find nothing).
         while not waiter.done:
@@ -291,6 +290,21 @@ class Reader:
                             break
         except (OSError, errors.Error) as exc:
             link.lost(sock, exc)
+
+
+def _poller_for(*socks: Any) -> Any:
+    """A ``poll`` object waiting for ``socks`` to be readable.
+
+    OSError when one was closed meanwhile (another thread's ``close()``):
+    ``register`` then sees file descriptor -1 and raises ValueError.
+    """
+    poller = select.poll()
+    try:
+        for s in socks:
+            poller.register(s, select.POLLIN)
+    except ValueError as exc:
+        raise OSError(f"socket closed: {exc}") from exc
+    return poller
 
 
 def acquire(lock: Any, deadline: float | None) -> bool:
