@@ -2,10 +2,15 @@
 
 jsclient does not hand-write these classes: ``StreamConfig``, ``ConsumerConfig``,
 ``PubAck`` and the rest are nats-py's, so values move freely between the two
-clients.
+clients. Where nats-py's class lacks fields a server feature needs, the class
+here extends it with just those fields (``KeyValueConfig``: ``mirror``,
+``sources``, ``compression``); it is nats-py's own class once that has them.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Any
 
 from nats.js.api import (
     AccountInfo,
@@ -40,6 +45,29 @@ from nats.js.api import (
     SubjectTransform,
     Tier,
 )
+from nats.js.api import (
+    KeyValueConfig as _NatsKeyValueConfig,
+)
+
+_KV_EXTRA = ("mirror", "sources", "compression")
+if {f.name for f in dataclasses.fields(_NatsKeyValueConfig)} >= set(_KV_EXTRA):
+    KeyValueConfig = _NatsKeyValueConfig
+else:
+
+    @dataclasses.dataclass
+    class KeyValueConfig(_NatsKeyValueConfig):  # type: ignore[no-redef]
+        """nats-py's KeyValueConfig plus a bucket's mirror, sources and compression."""
+
+        mirror: StreamSource | None = None
+        sources: list[StreamSource] | None = None
+        compression: StoreCompression | None = None
+
+        @classmethod
+        def from_response(cls, resp: dict[str, Any]) -> Any:
+            cls._convert(resp, "mirror", StreamSource)
+            cls._convert(resp, "sources", StreamSource)
+            return super().from_response(resp)
+
 
 __all__ = [
     "APIStats",
@@ -53,6 +81,7 @@ __all__ = [
     "DiscardPolicy",
     "ExternalStream",
     "Header",
+    "KeyValueConfig",
     "LostStreamData",
     "PeerInfo",
     "Placement",

@@ -5,7 +5,7 @@ both catch a jsclient timeout, and (since nats-py's timeout derives from
 ``asyncio.TimeoutError``) so does the builtin ``TimeoutError``.
 
 The classes live in submodules by area (``connection``, ``messages``,
-``jetstream``, ``publish``, ``consume``, ``subscribe``, ``spark``; the roots in
+``jetstream``, ``publish``, ``consume``, ``subscribe``, ``kv``, ``spark``; the roots in
 ``_base``) but belong to this module: import them from ``jsclient.errors``.
 Their ``__module__`` is ``jsclient.errors``, so reprs, tracebacks and pickles
 name them as before the split. The reference is ``docs/errors.md``.
@@ -70,6 +70,20 @@ from jsclient.errors.jetstream import (
     WrongLastMsgIDError,
     WrongLastSequenceError,
     api_error,
+)
+from jsclient.errors.kv import (
+    BadBucketError,
+    BucketNotFoundError,
+    InvalidBucketNameError,
+    InvalidKeyError,
+    KeyDeletedError,
+    KeyExistsError,
+    KeyHistoryTooLargeError,
+    KeyNotFoundError,
+    KeyValueError,
+    KeyValueLimitMarkerTTLNotSupportedError,
+    KeyWrongLastSequenceError,
+    NoKeysError,
 )
 from jsclient.errors.messages import (
     BadHeaderError,
@@ -202,6 +216,18 @@ __all__ = [
     "SparkReadError",
     "SparkWriteError",
     "DataLossError",
+    "KeyValueError",
+    "BucketNotFoundError",
+    "BadBucketError",
+    "KeyNotFoundError",
+    "KeyDeletedError",
+    "KeyWrongLastSequenceError",
+    "KeyExistsError",
+    "NoKeysError",
+    "KeyHistoryTooLargeError",
+    "InvalidKeyError",
+    "InvalidBucketNameError",
+    "KeyValueLimitMarkerTTLNotSupportedError",
     "api_error",
     "API_ERRORS_BY_ERR_CODE",
 ]

@@ -10,14 +10,27 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from jsclient.jetstream.consumer import Consumer
     from jsclient.jetstream.context import JetStream
+    from jsclient.jetstream.kv import KeyValue, KeyValueEntry, KeyValueStatus, KeyWatcher
     from jsclient.jetstream.stream import Stream
 
-__all__ = ["Consumer", "JetStream", "Stream"]
+__all__ = [
+    "Consumer",
+    "JetStream",
+    "KeyValue",
+    "KeyValueEntry",
+    "KeyValueStatus",
+    "KeyWatcher",
+    "Stream",
+]
 
 _WHERE = {
     "JetStream": "jsclient.jetstream.context",
     "Stream": "jsclient.jetstream.stream",
     "Consumer": "jsclient.jetstream.consumer",
+    "KeyValue": "jsclient.jetstream.kv",
+    "KeyValueEntry": "jsclient.jetstream.kv",
+    "KeyValueStatus": "jsclient.jetstream.kv",
+    "KeyWatcher": "jsclient.jetstream.kv",
 }
 
 

@@ -37,6 +37,7 @@ from jsclient.jetstream._wire import (
     status_reply_error,
 )
 from jsclient.jetstream.consumer import Consumer
+from jsclient.jetstream.kv._manage import KeyValueManager
 from jsclient.jetstream.stream import Stream
 from jsclient.protocol.headers import encode as encode_headers
 
@@ -52,8 +53,11 @@ DEFAULT_PREFIX = "$JS.API"
 _DEFAULT = object()
 
 
-class JetStream:
+class JetStream(KeyValueManager):
     """Entry point to JetStream on one connection; get it with ``nc.jetstream()``.
+
+    Key-Value buckets: ``create_key_value``, ``key_value`` and the rest (see
+    :mod:`jsclient.jetstream.kv`).
 
     ``domain`` addresses another JetStream domain (API prefix ``$JS.<domain>.API``);
     ``timeout`` bounds every API request and the default ``publish`` wait.

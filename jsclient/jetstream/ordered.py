@@ -177,7 +177,11 @@ class OrderedConsumer:
             cfg = self._config(name)
             req = {"stream_name": self.stream_name, "config": cfg, "action": "create"}
             resp = self._js._api_request(f"CONSUMER.CREATE.{self.stream_name}.{name}", req)
-            self._cached_info = ConsumerInfo.from_response(resp)
+            self._cached_info = info = ConsumerInfo.from_response(resp)
+            if self._last_sseq == 0 and self._deliver_policy == "new" and info.delivered:
+                # Nothing delivered yet from a "new" start: a reset must resume
+                # after where this one began, not at the stream's end by then.
+                self._last_sseq = info.delivered.stream_seq or 0
             self._serial = serial
             self._last_cseq = 0
             engine = Engine(self._js, self.stream_name, name, ack_none=True)

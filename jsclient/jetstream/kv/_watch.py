@@ -1,0 +1,209 @@
+"""Watching a bucket: :class:`KeyWatcher`, an iterator (or a callback) of entries.
+
+A watcher reads an ordered consumer on the bucket's stream, filtered to the
+watched keys: the latest revision of each (every revision with
+``include_history``; only later ones with ``updates_only``; from a revision
+with ``resume_from_revision``). The ordered consumer checks every sequence and,
+after a gap, a lost consumer, a reconnect or a server restart, starts a new one
+after the last revision handed out, so a watcher never repeats or skips one.
+
+Once every revision that matched when the watch began has been handed out, the
+watcher gives one ``None``: at once when the consumer reported none pending,
+otherwise after the entry whose delivery left none pending (the ack reply's
+pending count). Memory is bounded by one pull batch whatever the bucket holds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jsclient import _impl, errors
+from jsclient._threads import log
+from jsclient.api import DeliverPolicy
+from jsclient.jetstream.kv._entry import PUT, KeyValueEntry, operation_of
+
+if TYPE_CHECKING:
+    from jsclient.jetstream._ctx import Context
+
+_parse_jsack = _impl.jsack.parse_jsack
+_mono = time.monotonic
+#: Messages per pull: enough to keep the server busy, small enough to bound memory.
+BATCH = 1000
+#: How often a blocked watcher looks whether a reset left nothing pending.
+_SLICE = 1.0
+
+
+class KeyWatcher:
+    """Entries of the watched keys in revision order, then live updates.
+
+    Iterate it (``for entry in w``), or call ``next(timeout)``; ``None`` comes
+    once, after the values present at the start (not with ``updates_only``).
+    ``stop()`` never blocks; a loop over the watcher then ends. Made with
+    ``cb=``, a library thread calls ``cb(entry)`` for each, ``None`` included.
+    """
+
+    def __init__(
+        self,
+        js: Context,
+        bucket: str,
+        stream: str,
+        key_prefix: str,
+        subjects: list[str],
+        *,
+        include_history: bool,
+        ignore_deletes: bool,
+        meta_only: bool,
+        updates_only: bool,
+        resume_from_revision: int | None,
+        cb: Callable[[KeyValueEntry | None], Any] | None,
+    ) -> None:
+        self._bucket = bucket
+        self._pre_len = len(key_prefix)
+        self._ignore_deletes = ignore_deletes
+        if resume_from_revision is not None:
+            policy, start = DeliverPolicy.BY_START_SEQUENCE, resume_from_revision
+        elif updates_only:
+            policy, start = DeliverPolicy.NEW, None
+        elif include_history:
+            policy, start = DeliverPolicy.ALL, None
+        else:
+            policy, start = DeliverPolicy.LAST_PER_SUBJECT, None
+        oc = js.ordered_consumer(
+            stream,
+            filter_subjects=subjects,
+            deliver_policy=policy,
+            opt_start_seq=start,
+            headers_only=meta_only or None,
+        )
+        self._oc = oc
+        info = oc.cached_info
+        self._initial_done = updates_only
+        self._marker_due = not updates_only and not (info and info.num_pending)
+        self._serial = oc._serial
+        self._stopped = False
+        self._it = oc.messages(
+            max_messages=BATCH, expires=30.0, heartbeat=5.0, err_on_missing_heartbeat=False
+        )
+        self._cb = cb
+        self._thread: threading.Thread | None = None
+        if cb is not None:
+            if not callable(cb):
+                self.stop()
+                raise TypeError("cb must be callable")
+            self._thread = threading.Thread(
+                target=self._run_callback, name=f"jsclient-kv-watch-{bucket}", daemon=True
+            )
+            self._thread.start()
+
+    def __repr__(self) -> str:
+        return f"<KeyWatcher {self._bucket!r}>"
+
+    def __enter__(self) -> KeyWatcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __iter__(self) -> KeyWatcher:
+        return self
+
+    def __next__(self) -> KeyValueEntry | None:
+        if self._cb is not None:
+            raise TypeError("a watcher with a callback cannot be iterated")
+        try:
+            return self._next(None)
+        except errors.MsgIteratorClosedError:
+            raise StopIteration from None
+
+    def next(self, timeout: float | None = 5.0) -> KeyValueEntry | None:
+        """The next entry (or the one ``None``); TimeoutError when none comes in time,
+        MsgIteratorClosedError once stopped."""
+        if self._cb is not None:
+            raise TypeError("a watcher with a callback delivers to it, not to next()")
+        return self._next(timeout)
+
+    def _next(self, timeout: float | None) -> KeyValueEntry | None:
+        if self._marker_due:
+            self._marker_due = False
+            self._initial_done = True
+            return None
+        deadline = None if timeout is None else _mono() + timeout
+        it = self._it
+        while True:
+            wait = _SLICE if deadline is None else min(_SLICE, deadline - _mono())
+            if wait <= 0:
+                raise errors.TimeoutError()
+            try:
+                msg = it.next(wait)
+            except errors.TimeoutError:
+                if self._stopped:
+                    raise errors.MsgIteratorClosedError() from None
+                if not self._initial_done and self._reset_left_nothing():
+                    self._initial_done = True
+                    return None
+                continue
+            _s, _c, _d, sseq, _cs, ts, pending, _dm = _parse_jsack(msg.reply)
+            op = operation_of(msg.raw_headers)
+            if pending == 0 and not self._initial_done:
+                self._marker_due = True
+            if op != PUT and self._ignore_deletes:
+                if self._marker_due:
+                    self._marker_due = False
+                    self._initial_done = True
+                    return None
+                continue
+            return KeyValueEntry(
+                self._bucket, msg.subject[self._pre_len :], msg.data, sseq, pending, ts, op
+            )
+
+    def _reset_left_nothing(self) -> bool:
+        """After a reset: does the new consumer have nothing more to deliver?"""
+        oc = self._oc
+        if oc._serial == self._serial:
+            return False
+        self._serial = oc._serial
+        info = oc.cached_info
+        return info is not None and not info.num_pending
+
+    def _run_callback(self) -> None:
+        cb = self._cb
+        assert cb is not None
+        client = self._oc._js._client
+        while not self._stopped:
+            try:
+                entry = self._next(_SLICE)
+            except errors.TimeoutError:
+                continue
+            except errors.MsgIteratorClosedError:
+                break
+            except errors.Error as exc:
+                client._report_error(exc)
+                break
+            if self._stopped:
+                break
+            try:
+                cb(entry)
+            except Exception as exc:
+                log.exception("jsclient: key watcher callback raised")
+                client._report_error(exc)
+
+    def stop(self) -> None:
+        """Stop watching (returns at once); the server-side consumer is deleted."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._it.stop()
+        oc = self._oc
+        threading.Thread(
+            target=oc._delete_quietly,
+            args=(oc.name,),
+            name=f"jsclient-kv-unwatch-{oc.name}",
+            daemon=True,
+        ).start()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
