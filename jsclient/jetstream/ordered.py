@@ -106,8 +106,11 @@ class OrderedConsumer:
         self._prefix = name_prefix or js._new_name()
         self._max_reset_attempts = max_reset_attempts
         self._serial = 0
+        self._name = f"{self._prefix}_0"
         self._last_sseq = 0  # stream sequence of the last message handed to the user
         self._last_cseq = 0  # consumer sequence of it, within the current instance
+        self._last_pending = 0  # its pending count and timestamp (ns), as its reply said
+        self._last_ts = 0
         self._lock = threading.Lock()
         self._busy = False  # a consume/messages is running
         self._batch: _OrderedBatch | None = None
@@ -124,7 +127,7 @@ class OrderedConsumer:
     @property
     def name(self) -> str:
         """Name of the current server-side consumer (changes on every reset)."""
-        return f"{self._prefix}_{self._serial}"
+        return self._name
 
     @property
     def cached_info(self) -> ConsumerInfo | None:
@@ -183,6 +186,7 @@ class OrderedConsumer:
                 # after where this one began, not at the stream's end by then.
                 self._last_sseq = info.delivered.stream_seq or 0
             self._serial = serial
+            self._name = name
             self._last_cseq = 0
             engine = Engine(self._js, self.stream_name, name, ack_none=True)
             self._engine = engine
@@ -233,14 +237,24 @@ class OrderedConsumer:
     # -- ordering ------------------------------------------------------------
 
     def _check(self, msg: Msg) -> bool | None:
-        """True: in order (recorded); False: a gap (reset needed); None: an old instance's."""
-        consumer, cseq, sseq = _order_fields(msg.reply)
-        if consumer != self.name:
+        """True: in order (recorded); False: a gap (reset needed); None: an old instance's.
+
+        In order, the message's stream sequence, pending count and timestamp are
+        kept (``_last_sseq``, ``_last_pending``, ``_last_ts``) until the next
+        message is checked: a reader on the consuming thread needs no second parse.
+        """
+        try:
+            _stream, consumer, _dlv, sseq, cseq, ts, pending, _domain = _parse_jsack(msg.reply)
+        except errors.Error:
+            return None
+        if consumer != self._name:
             return None
         if cseq != self._last_cseq + 1:
             return False
         self._last_cseq = cseq
         self._last_sseq = sseq
+        self._last_pending = pending
+        self._last_ts = ts
         return True
 
     # -- fetch / next ----------------------------------------------------------
@@ -378,14 +392,6 @@ class OrderedConsumer:
         if engine is None:
             return Engine.idle_stats()
         return engine.stats()
-
-
-def _order_fields(reply: str) -> tuple[str, int, int]:
-    try:
-        _stream, consumer, _dlv, sseq, cseq, _ts, _pending, _domain = _parse_jsack(reply)
-    except errors.Error:
-        return "", 0, 0
-    return consumer, cseq, sseq
 
 
 class _Stopped(Exception):

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from jsclient import _impl, errors
+from jsclient import errors
 from jsclient._threads import log
 from jsclient.api import DeliverPolicy
 from jsclient.jetstream.kv._entry import PUT, KeyValueEntry, operation_of
@@ -28,7 +28,6 @@ from jsclient.jetstream.kv._entry import PUT, KeyValueEntry, operation_of
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
 
-_parse_jsack = _impl.jsack.parse_jsack
 _mono = time.monotonic
 #: Messages per pull: enough to keep the server busy, small enough to bound memory.
 BATCH = 1000
@@ -145,8 +144,12 @@ class KeyWatcher:
                     self._initial_done = True
                     return None
                 continue
-            _s, _c, _d, sseq, _cs, ts, pending, _dm = _parse_jsack(msg.reply)
-            op = operation_of(msg.raw_headers)
+            # The ordered consumer has just checked it on this thread: its
+            # sequence, pending count and time are the ordered consumer's last.
+            oc = self._oc
+            sseq = oc._last_sseq
+            pending = oc._last_pending
+            op = operation_of(msg._hdr)
             if pending == 0 and not self._initial_done:
                 self._marker_due = True
             if op != PUT and self._ignore_deletes:
@@ -156,7 +159,7 @@ class KeyWatcher:
                     return None
                 continue
             return KeyValueEntry(
-                self._bucket, msg.subject[self._pre_len :], msg.data, sseq, pending, ts, op
+                self._bucket, msg.subject[self._pre_len :], msg.data, sseq, pending, oc._last_ts, op
             )
 
     def _reset_left_nothing(self) -> bool:

@@ -277,8 +277,9 @@ class KeyValue:
                 return
             with oc.messages(max_messages=1000, err_on_missing_heartbeat=False) as it:
                 for msg in it:
-                    _s, _c, _d, sseq, _cs, _ts, pending, _dm = _parse_jsack(msg.reply)
-                    yield msg, sseq, pending
+                    # Just checked by the ordered consumer on this thread.
+                    pending = oc._last_pending
+                    yield msg, oc._last_sseq, pending
                     if pending == 0:
                         return
         finally:
