@@ -111,6 +111,11 @@ class OrderedConsumer:
         self._last_cseq = 0  # consumer sequence of it, within the current instance
         self._last_pending = 0  # its pending count and timestamp (ns), as its reply said
         self._last_ts = 0
+        # Set by a reader that wants a reset to start as the first consumer did
+        # (a key watcher before its initial values are out: the latest of each
+        # key again, not every revision after the last one delivered); that
+        # reader then drops what it has already had.
+        self._keep_start = False
         self._lock = threading.Lock()
         self._busy = False  # a consume/messages is running
         self._batch: _OrderedBatch | None = None
@@ -148,7 +153,7 @@ class OrderedConsumer:
             "num_replicas": 1,
             "mem_storage": True,
         }
-        if self._last_sseq > 0:
+        if self._last_sseq > 0 and not self._keep_start:
             cfg["deliver_policy"] = "by_start_sequence"
             cfg["opt_start_seq"] = self._last_sseq + 1
         else:

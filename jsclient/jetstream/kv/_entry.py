@@ -18,8 +18,13 @@ PUT = "PUT"
 DEL = "DEL"
 PURGE = "PURGE"
 OPERATION = "KV-Operation"
+#: What the server writes where a key's last revision went by itself (server
+#: 2.11 limit markers): its age limit or TTL ran out, or it was purged or removed.
+MARKER_REASON = "Nats-Marker-Reason"
 _OPERATION_BYTES = OPERATION.encode()
+_MARKER_BYTES = MARKER_REASON.encode()
 _OPS = {PUT: PUT, DEL: DEL, PURGE: PURGE}
+_MARKERS = {"MaxAge": PURGE, "Purge": PURGE, "Remove": DEL}
 
 
 class KeyValueEntry:
@@ -83,16 +88,22 @@ class KeyValueEntry:
 
 def operation_of(raw_headers: bytes | None) -> str:
     """The KV operation a message's raw header block names (a put when none)."""
-    if raw_headers is None or _OPERATION_BYTES not in raw_headers:
+    if raw_headers is None or (
+        _OPERATION_BYTES not in raw_headers and _MARKER_BYTES not in raw_headers
+    ):
         return PUT
     return operation_in(_headers.decode(raw_headers)[2])
 
 
 def operation_in(multi: dict[str, list[str]]) -> str:
+    """The KV operation of decoded headers: ``KV-Operation``, else a limit marker's reason."""
     values = multi.get(OPERATION)
-    if not values:
-        return PUT
-    return _OPS.get(values[0].strip().upper(), PUT)
+    if values:
+        return _OPS.get(values[0].strip().upper(), PUT)
+    reason = multi.get(MARKER_REASON)
+    if reason:
+        return _MARKERS.get(reason[0].strip(), PUT)
+    return PUT
 
 
 def op_headers(op: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -78,9 +78,14 @@ class KeyWatcher:
             headers_only=meta_only or None,
         )
         self._oc = oc
+        # Until the initial values are out, a reset asks again for the latest of
+        # each key (and what was had already is dropped by revision), so a
+        # restart in the middle does not hand out every older revision since.
+        self._last_rev = 0
         info = oc.cached_info
         self._initial_done = updates_only
         self._marker_due = not updates_only and not (info and info.num_pending)
+        oc._keep_start = policy is DeliverPolicy.LAST_PER_SUBJECT and not self._marker_due
         self._serial = oc._serial
         self._stopped = False
         self._it = oc.messages(
@@ -142,6 +147,7 @@ class KeyWatcher:
                     raise errors.MsgIteratorClosedError() from None
                 if not self._initial_done and self._reset_left_nothing():
                     self._initial_done = True
+                    self._oc._keep_start = False
                     return None
                 continue
             # The ordered consumer has just checked it on this thread: its
@@ -149,15 +155,18 @@ class KeyWatcher:
             oc = self._oc
             sseq = oc._last_sseq
             pending = oc._last_pending
-            op = operation_of(msg._hdr)
             if pending == 0 and not self._initial_done:
                 self._marker_due = True
-            if op != PUT and self._ignore_deletes:
+                oc._keep_start = False
+            op = operation_of(msg._hdr)
+            if sseq <= self._last_rev or (op != PUT and self._ignore_deletes):
+                # Had already (a reset started again), or a marker not wanted.
                 if self._marker_due:
                     self._marker_due = False
                     self._initial_done = True
                     return None
                 continue
+            self._last_rev = sseq
             return KeyValueEntry(
                 self._bucket, msg.subject[self._pre_len :], msg.data, sseq, pending, oc._last_ts, op
             )

@@ -292,14 +292,11 @@ class KeyValue:
         """
         pats = [check_filter(f) for f in filters] or [">"]
         n = len(self._pre)
-        marker = b"KV-Operation"
         out: list[str] = []
         append = out.append
         for msg, _rev, _delta in self._scan(pats, DeliverPolicy.LAST_PER_SUBJECT, True):
-            raw = msg.raw_headers
-            if raw is not None and marker in raw and operation_of(raw) != PUT:
-                continue
-            append(msg.subject[n:])
+            if operation_of(msg._hdr) == PUT:
+                append(msg.subject[n:])
         return out
 
     def history(self, key: str) -> list[KeyValueEntry]:
