@@ -10,7 +10,11 @@ run:
 - round trips (request, JetStream sync publish) send one frame and read the
   reply on the same thread; the JetStream one decodes the PubAck JSON;
 - pipelined JetStream publish keeps a window of publishes outstanding,
-  reading acks on the same thread whenever the window is full.
+  reading acks on the same thread whenever the window is full;
+- Key-Value round trips: a direct get (``$JS.API.DIRECT.GET.KV_<bucket>.<subject>``)
+  whose reply's status, ``Nats-Sequence`` header and payload are picked out
+  of the HMSG, and a put (a JetStream publish to ``$KV.<bucket>.<key>``) whose
+  PubAck is decoded.
 
 :class:`RawConn` is also the echo peer's connection (:mod:`jsbench.peer`).
 """
@@ -41,6 +45,7 @@ class RawConn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray()
         self.pos = 0
+        self.headers = b""  # the header block of the last HMSG read
         line = self._line()
         if not line.startswith(b"INFO "):
             raise ConnectionError(f"expected INFO from the server, got {bytes(line[:40])!r}")
@@ -97,7 +102,8 @@ class RawConn:
     def _parse(self) -> tuple[bytes, bytes, bytes] | bool | None:
         """One frame from the buffer without reading the socket.
 
-        Returns (subject, reply, payload) for MSG/HMSG, True for a PONG, False
+        Returns (subject, reply, payload) for MSG/HMSG (an HMSG's header block
+        goes to ``self.headers``), True for a PONG, False
         for a frame handled here (PING, +OK, INFO), None when incomplete.
         """
         buf = self.buf
@@ -116,6 +122,8 @@ class RawConn:
             stop = end + 2 + total
             if len(buf) < stop + 2:
                 return None
+            if hdr:
+                self.headers = bytes(buf[end + 2 : end + 2 + hdr])
             payload = bytes(buf[end + 2 + hdr : stop])
             self.pos = stop + 2
             return bytes(parts[1]), bytes(reply), payload
@@ -234,6 +242,80 @@ def request(url: str, n: int, size: int, subject: bytes = b"bench.echo") -> Resu
 def js_publish_sync(url: str, n: int, size: int, subject: bytes = b"bpub.x") -> Result:
     """JetStream publish one at a time, the PubAck JSON decoded."""
     return _round_trips(url, n, size, subject, decode=True)
+
+
+def kv_get(url: str, n: int, size: int, bucket: bytes = b"BENCH_KVGET", keys: int = 1000) -> Result:
+    """Key-Value get, one at a time: a direct get of key ``k<i % keys>``, its reply parsed.
+
+    The request is the subject-appended form (``$JS.API.DIRECT.GET.KV_<bucket>.
+    $KV.<bucket>.<key>``, empty payload), answered by the last message on that
+    subject as an HMSG: its status line checked, the ``Nats-Sequence`` header
+    (the revision) read as an int, the payload taken.
+    """
+    with RawConn(url) as c:
+        inbox = c.new_inbox()
+        c.sock.sendall(b"SUB %s.* 1\r\n" % inbox)
+        c.flush()
+        prefix = b"$JS.API.DIRECT.GET.KV_%s.$KV.%s.k" % (bucket, bucket)
+        sendall = c.sock.sendall
+        read_msg = c.read_msg
+        lat: list[float] = []
+        append = lat.append
+        perf = time.perf_counter
+        t0 = perf()
+        rev = 0
+        data = b""
+        for i in range(n + 1):  # the first is a warm-up, not counted
+            if i == 1:
+                t0 = perf()
+            t = perf()
+            sendall(b"PUB %s%d %s.%d 0\r\n\r\n" % (prefix, i % keys, inbox, i))
+            _subj, _reply, data = read_msg()
+            hdrs = c.headers
+            if not hdrs.startswith(b"NATS/1.0\r\n"):
+                status = hdrs.split(b"\r\n", 1)[0].decode(errors="replace")
+                raise RuntimeError(f"direct get of key k{i % keys}: {status}")
+            at = hdrs.index(b"Nats-Sequence: ") + 15
+            rev = int(hdrs[at : hdrs.index(b"\r", at)])
+            if i:
+                append(perf() - t)
+        dt = perf() - t0
+    if rev < 1 or len(data) != size:
+        raise RuntimeError(f"direct get returned revision {rev} with {len(data)} bytes")
+    return Result(n / dt, *percentiles(lat))
+
+
+def kv_put(url: str, n: int, size: int, bucket: bytes = b"BENCH_KVPUT", keys: int = 1000) -> Result:
+    """Key-Value put, one at a time: a JetStream publish to ``$KV.<bucket>.k<i % keys>``.
+
+    The PubAck JSON is decoded and its sequence (the new revision) read.
+    """
+    payload = b"v" * size
+    with RawConn(url) as c:
+        inbox = c.new_inbox()
+        c.sock.sendall(b"SUB %s.* 1\r\n" % inbox)
+        c.flush()
+        prefix = b"$KV.%s.k" % bucket
+        sendall = c.sock.sendall
+        read_msg = c.read_msg
+        lat: list[float] = []
+        append = lat.append
+        perf = time.perf_counter
+        t0 = perf()
+        for i in range(n + 1):  # the first is a warm-up, not counted
+            if i == 1:
+                t0 = perf()
+            t = perf()
+            sendall(b"PUB %s%d %s.%d %d\r\n%s\r\n" % (prefix, i % keys, inbox, i, size, payload))
+            _subj, _reply, data = read_msg()
+            ack = json.loads(data)
+            if "error" in ack:
+                raise RuntimeError(f"put failed: {ack['error']}")
+            _rev = ack["seq"]
+            if i:
+                append(perf() - t)
+        dt = perf() - t0
+    return Result(n / dt, *percentiles(lat))
 
 
 def js_publish_pipelined(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from jsbench import core, js, raw
+from jsbench import core, js, kv, raw
 from jsbench.result import Result
 
 WorkFn = Callable[[str, int, int], Result]
@@ -321,9 +321,71 @@ def _js() -> list[Workload]:
     ]
 
 
+def _kv() -> list[Workload]:
+    P = partial
+    return [
+        Workload(
+            "kv-get",
+            f"Key-Value get, one at a time, over {kv.KEYS:,} keys (direct get); "
+            "raw: the direct-get round trip, reply headers parsed",
+            {
+                JSCLIENT: kv.js_get,
+                NATS_PY: kv.py_get,
+                NATSIO: kv.nio_get,
+                RAW: P(raw.kv_get, bucket=kv.GET_BUCKET.encode(), keys=kv.KEYS),
+            },
+            10_000,
+            2_000,
+            latency=True,
+            targets=(Target(RAW, 0.85), Target(NATS_PY, 1.0)),
+            setup=kv.setup_get,
+        ),
+        Workload(
+            "kv-put",
+            f"Key-Value put, one at a time, over {kv.KEYS:,} keys (history 1, file); "
+            "raw: a JetStream publish to $KV.<bucket>.<key>, PubAck decoded",
+            {
+                JSCLIENT: kv.js_put,
+                NATS_PY: kv.py_put,
+                NATSIO: kv.nio_put,
+                RAW: P(raw.kv_put, bucket=kv.PUT_BUCKET.encode(), keys=kv.KEYS),
+            },
+            10_000,
+            2_000,
+            latency=True,
+            targets=(Target(RAW, 0.85), Target(NATS_PY, 1.0)),
+            setup=kv.setup_put,
+            check=kv.check_put,
+        ),
+        Workload(
+            "kv-watch-initial",
+            "watch('>') until the None after the initial values, a bucket of n keys "
+            "(nats-py: watchall(), async for); peak RSS should not grow with n",
+            {
+                JSCLIENT: kv.js_watch_initial,
+                NATS_PY: kv.py_watch_initial,
+                NATSIO: kv.nio_watch_initial,
+            },
+            100_000,
+            10_000,
+            targets=(Target(NATS_PY, 5.0), Target(NATSIO, 2.0)),
+            setup=kv.setup_scan,
+        ),
+        Workload(
+            "kv-keys",
+            "keys() as a list, the kv-watch-initial bucket of n keys",
+            {JSCLIENT: kv.js_keys, NATS_PY: kv.py_keys, NATSIO: kv.nio_keys},
+            100_000,
+            10_000,
+            targets=(Target(NATS_PY, 5.0),),
+            setup=kv.setup_scan,
+        ),
+    ]
+
+
 def workloads() -> list[Workload]:
     """Every workload, in report order."""
-    return _core() + _js()
+    return _core() + _js() + _kv()
 
 
 def by_name(name: str) -> Workload:

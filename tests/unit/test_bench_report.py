@@ -146,11 +146,17 @@ def test_registry_rows_and_targets() -> None:
         "js-pull-subscribe-ack",
         "js-push-ack",
         "js-ordered-push",
+        "kv-get",
+        "kv-put",
+        "kv-watch-initial",
+        "kv-keys",
     ):
         assert name in names
     # a raw ceiling beside every publish and round-trip row, and nowhere else
     for w in ws:
-        publishes = w.name.startswith(("core-publish", "core-request", "js-publish"))
+        publishes = w.name.startswith(
+            ("core-publish", "core-request", "js-publish", "kv-get", "kv-put")
+        )
         assert (RAW in w.fns) == (publishes or w.name.startswith("js-publisher")), w.name
     # natsio has no legacy pull or push subscriptions
     for name in ("js-pull-subscribe-ack", "js-push-ack", "js-push-ack-callback"):
@@ -169,6 +175,10 @@ def test_registry_rows_and_targets() -> None:
     for name in ("js-fetch-ack", "js-consume-ack"):
         assert targets(name) == {(NATS_PY, 5.0), (NATSIO, 2.5)}
     assert by_name("core-publish-4KiB-100k").rss_growth_mb == 64.0
+    assert targets("kv-get") == {(RAW, 0.85), (NATS_PY, 1.0), (NATSIO, 1.0)}
+    assert targets("kv-put") == {(RAW, 0.85), (NATS_PY, 1.0), (NATSIO, 1.0)}
+    assert targets("kv-watch-initial") == {(NATS_PY, 5.0), (NATSIO, 2.0)}
+    assert targets("kv-keys") == {(NATS_PY, 5.0), (NATSIO, 1.0)}
     assert Target(RAW, 0.7).label() == "≥0.7x raw"
     assert Target(NATSIO, 2.5).label() == "≥2.5x natsio"
     assert Target(NATS_PY, 10).label() == "≥10x nats-py"
