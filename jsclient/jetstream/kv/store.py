@@ -30,12 +30,10 @@ from jsclient.jetstream.kv._entry import (
     PUT,
     KeyValueEntry,
     op_headers,
-    operation_in,
     operation_of,
 )
 from jsclient.jetstream.kv._watch import KeyWatcher
 from jsclient.jetstream.stream import Stream
-from jsclient.protocol import headers as _headers
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
@@ -45,7 +43,8 @@ DEFAULT_PREFIX = "$JS.API"
 TTL = "Nats-TTL"
 ROLLUP = "Nats-Rollup"
 _parse_jsack = _impl.jsack.parse_jsack
-_decode_headers = _headers.decode
+_status_of = _impl.status.status_of
+_header_value = _impl.status.header_value
 #: Wrong last sequence (10164 is what replicated streams report).
 _WRONG_LAST = frozenset({10071, 10164})
 
@@ -141,25 +140,26 @@ class KeyValue:
             ) from None
         except errors.TimeoutError:
             raise errors.TimeoutError(f"nats: timeout getting key {key!r}") from None
-        raw = msg.raw_headers
+        raw = msg._hdr
         if raw is None:
             raise errors.JetStreamError(f"nats: direct get answer without headers on {target}")
-        code, description, multi = _decode_headers(raw)
-        if code is not None and code >= 300:
-            if code == 404:
+        # Only the headers needed, each found by the (C-accelerated) header scan.
+        st = _status_of(raw)
+        if st is not None and st[0] >= 300:
+            if st[0] == 404:
                 raise errors.KeyNotFoundError()
-            raise errors.api_error({"code": code, "description": description})
-        if revision is not None and multi.get("Nats-Subject", ("",))[0] != subject:
+            raise errors.api_error({"code": st[0], "description": st[1]})
+        if revision is not None and _header_value(raw, "Nats-Subject") != subject:
             raise errors.KeyNotFoundError()
-        seq = multi.get("Nats-Sequence", ("0",))[0]
+        seq = _header_value(raw, "Nats-Sequence") or ""
         return KeyValueEntry(
             self.bucket,
             key,
             msg.data,
             int(seq) if seq.isdigit() else 0,
             0,
-            multi.get("Nats-Time-Stamp", (None,))[0],
-            operation_in(multi),
+            _header_value(raw, "Nats-Time-Stamp"),
+            operation_of(raw),
         )
 
     def _get_leader(self, key: str, subject: str, revision: int | None) -> KeyValueEntry:
