@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from jsclient.jetstream.kv._entry import PUT, KeyValueEntry, operation_of
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
+    from jsclient.msg import Msg
 
 _mono = time.monotonic
 #: Messages per pull: enough to keep the server busy, small enough to bound memory.
@@ -83,9 +85,16 @@ class KeyWatcher:
         # restart in the middle does not hand out every older revision since.
         self._last_rev = 0
         info = oc.cached_info
-        self._initial_done = updates_only
-        self._marker_due = not updates_only and not (info and info.num_pending)
-        oc._keep_start = policy is DeliverPolicy.LAST_PER_SUBJECT and not self._marker_due
+        # Entries made ready and not handed out yet (at most one routed batch),
+        # with the None marker in its place; what ended the watch, once they are out.
+        self._ready: deque[KeyValueEntry | None] = deque()
+        self._buf: list[tuple[Msg, int, int, int]] = []
+        self._error: BaseException | None = None
+        marker_now = not updates_only and not (info and info.num_pending)
+        self._initial_done = updates_only or marker_now
+        if marker_now:
+            self._ready.append(None)
+        oc._keep_start = policy is DeliverPolicy.LAST_PER_SUBJECT and not marker_now
         self._serial = oc._serial
         self._stopped = False
         self._it = oc.messages(
@@ -130,18 +139,22 @@ class KeyWatcher:
         return self._next(timeout)
 
     def _next(self, timeout: float | None) -> KeyValueEntry | None:
-        if self._marker_due:
-            self._marker_due = False
-            self._initial_done = True
-            return None
+        ready = self._ready
+        if ready:
+            return ready.popleft()
+        if self._stopped:
+            raise errors.MsgIteratorClosedError()
+        if self._error is not None:
+            raise self._error
         deadline = None if timeout is None else _mono() + timeout
-        it = self._it
+        next_batch = self._it._next_batch
+        buf = self._buf
         while True:
             wait = _SLICE if deadline is None else min(_SLICE, deadline - _mono())
             if wait <= 0:
                 raise errors.TimeoutError()
             try:
-                msg = it.next(wait)
+                next_batch(wait, buf)
             except errors.TimeoutError:
                 if self._stopped:
                     raise errors.MsgIteratorClosedError() from None
@@ -150,26 +163,43 @@ class KeyWatcher:
                     self._oc._keep_start = False
                     return None
                 continue
-            # The ordered consumer has just checked it on this thread: its
-            # sequence, pending count and time are the ordered consumer's last.
-            oc = self._oc
-            sseq = oc._last_sseq
-            pending = oc._last_pending
-            if pending == 0 and not self._initial_done:
-                self._marker_due = True
-                oc._keep_start = False
-            op = operation_of(msg._hdr)
-            if sseq <= self._last_rev or (op != PUT and self._ignore_deletes):
-                # Had already (a reset started again), or a marker not wanted.
-                if self._marker_due:
-                    self._marker_due = False
-                    self._initial_done = True
-                    return None
-                continue
-            self._last_rev = sseq
-            return KeyValueEntry(
-                self._bucket, msg.subject[self._pre_len :], msg.data, sseq, pending, oc._last_ts, op
-            )
+            except errors.Error as exc:
+                if not buf:
+                    raise
+                self._error = exc  # raised once what came before it is out
+            if buf:
+                self._fill(buf)
+                if ready:
+                    return ready.popleft()
+            if self._error is not None:
+                raise self._error
+
+    def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:
+        """Entries for what the ordered consumer delivered (each with its stream
+        sequence, pending count and time), the None marker after the one that
+        left none pending while the initial values were due."""
+        append = self._ready.append
+        new = tuple.__new__
+        cls = KeyValueEntry
+        bucket = self._bucket
+        n = self._pre_len
+        skip_markers = self._ignore_deletes
+        last_rev = self._last_rev
+        initial_done = self._initial_done
+        for msg, sseq, pending, ts in buf:
+            hdr = msg._hdr
+            op = PUT if hdr is None else operation_of(hdr)
+            # Skipped: had already (a reset started again), or a marker not wanted.
+            if sseq > last_rev and (op == PUT or not skip_markers):
+                last_rev = sseq
+                append(new(cls, (bucket, msg.subject[n:], msg.data, sseq, pending, ts, op)))
+            if pending == 0 and not initial_done:
+                initial_done = True
+                self._oc._keep_start = False
+                append(None)
+        buf.clear()
+        self._last_rev = last_rev
+        self._initial_done = initial_done
 
     def _reset_left_nothing(self) -> bool:
         """After a reset: does the new consumer have nothing more to deliver?"""
@@ -207,6 +237,7 @@ class KeyWatcher:
         if self._stopped:
             return
         self._stopped = True
+        self._ready.clear()
         self._it.stop()
         oc = self._oc
         threading.Thread(

@@ -42,9 +42,10 @@ if TYPE_CHECKING:
 DEFAULT_PREFIX = "$JS.API"
 TTL = "Nats-TTL"
 ROLLUP = "Nats-Rollup"
-_parse_jsack = _impl.jsack.parse_jsack
 _status_of = _impl.status.status_of
 _header_value = _impl.status.header_value
+#: Messages per pull of a scan (keys, history, purge_deletes).
+SCAN_BATCH = 1000
 #: Wrong last sequence (10164 is what replicated streams report).
 _WRONG_LAST = frozenset({10071, 10164})
 
@@ -261,8 +262,9 @@ class KeyValue:
 
     def _scan(
         self, filters: list[str], deliver_policy: DeliverPolicy, headers_only: bool
-    ) -> Iterator[tuple[Msg, int, int]]:
-        """What the filters match now: (message, revision, delta) up to the last pending."""
+    ) -> Iterator[tuple[Msg, int, int, int]]:
+        """What the filters match now: (message, revision, pending, time in ns)
+        up to the last pending, read a routed batch at a time."""
         subjects = [self._pre + f for f in filters]
         oc = self._js.ordered_consumer(
             self._stream_name,
@@ -275,13 +277,21 @@ class KeyValue:
             info = oc.cached_info
             if info is None or not info.num_pending:
                 return
-            with oc.messages(max_messages=1000, err_on_missing_heartbeat=False) as it:
-                for msg in it:
-                    # Just checked by the ordered consumer on this thread.
-                    pending = oc._last_pending
-                    yield msg, oc._last_sseq, pending
-                    if pending == 0:
-                        return
+            with oc.messages(max_messages=SCAN_BATCH, err_on_missing_heartbeat=False) as it:
+                buf: list[tuple[Msg, int, int, int]] = []
+                while True:
+                    try:
+                        it._next_batch(1.0, buf)
+                    except errors.TimeoutError:
+                        continue
+                    except errors.Error:
+                        yield from buf  # what came before the error, then the error
+                        raise
+                    for item in buf:
+                        yield item
+                        if item[2] == 0:
+                            return
+                    buf.clear()
         finally:
             _delete_later(oc)
 
@@ -294,7 +304,7 @@ class KeyValue:
         n = len(self._pre)
         out: list[str] = []
         append = out.append
-        for msg, _rev, _delta in self._scan(pats, DeliverPolicy.LAST_PER_SUBJECT, True):
+        for msg, _rev, _pending, _ts in self._scan(pats, DeliverPolicy.LAST_PER_SUBJECT, True):
             if operation_of(msg._hdr) == PUT:
                 append(msg.subject[n:])
         return out
@@ -302,13 +312,15 @@ class KeyValue:
     def history(self, key: str) -> list[KeyValueEntry]:
         """Every stored revision of the key, oldest first; KeyNotFoundError when none."""
         check_key(key)
-        out = [self._entry(m, rev, d) for m, rev, d in self._scan([key], DeliverPolicy.ALL, False)]
+        out = [
+            self._entry(m, rev, pending, ts)
+            for m, rev, pending, ts in self._scan([key], DeliverPolicy.ALL, False)
+        ]
         if not out:
             raise errors.KeyNotFoundError()
         return out
 
-    def _entry(self, msg: Msg, revision: int, delta: int) -> KeyValueEntry:
-        _s, _c, _d, _sq, _cs, ts, _p, _dm = _parse_jsack(msg.reply)
+    def _entry(self, msg: Msg, revision: int, delta: int, ts: int) -> KeyValueEntry:
         return KeyValueEntry(
             self.bucket,
             msg.subject[len(self._pre) :],
@@ -316,7 +328,7 @@ class KeyValue:
             revision,
             delta,
             ts,
-            operation_of(msg.raw_headers),
+            operation_of(msg._hdr),
         )
 
     def purge_deletes(self, *, older_than: float = 1800.0) -> int:
@@ -325,8 +337,8 @@ class KeyValue:
         removes every marker. Returns how many markers were removed."""
         cutoff = datetime.now(UTC).timestamp() - older_than if older_than > 0 else None
         markers = [
-            self._entry(m, rev, d)
-            for m, rev, d in self._scan([">"], DeliverPolicy.LAST_PER_SUBJECT, True)
+            self._entry(m, rev, pending, ts)
+            for m, rev, pending, ts in self._scan([">"], DeliverPolicy.LAST_PER_SUBJECT, True)
             if operation_of(m.raw_headers) != PUT
         ]
         removed = 0
