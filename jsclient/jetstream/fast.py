@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import PubAck
+from jsclient.jetstream._wire import TTL, ttl_value
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
@@ -149,10 +150,19 @@ class FastPublisher:
 
     # -- publishing --------------------------------------------------------------
 
-    def add(self, subject: str, payload: bytes = b"", *, headers: HeadersIn | None = None) -> int:
+    def add(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        *,
+        headers: HeadersIn | None = None,
+        ttl: float | str | None = None,
+    ) -> int:
         """Send a message; returns its batch sequence. Waits only when the server's
-        pace says so."""
+        pace says so. ``ttl`` as for ``js.publish``."""
         self._check_usable()
+        if ttl is not None:
+            headers = {**(headers or {}), TTL: ttl_value(ttl)}
         seq = self._seq + 1
         if seq == 1:
             self._start()
