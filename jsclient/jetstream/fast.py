@@ -213,7 +213,9 @@ class FastPublisher:
 
     def _check_usable(self) -> None:
         if self._closed:
-            raise errors.BatchClosedError(f"nats: fast batch {self._id} is closed")
+            raise errors.BatchClosedError(f"nats: fast batch {self._id} is closed") from (
+                self._failure
+            )
         if self._ended or (self._failure is not None and not self._gap_ok):
             self.close()
             if self._failure is not None:
