@@ -223,7 +223,8 @@ class FastPublisher:
             raise errors.BatchClosedError(f"nats: fast batch {self._id} has ended")
 
     def _start(self) -> None:
-        self._sid = self._client._subscribe_internal(f"{self._inbox}.>", self._on_reply)
+        if self._sid is None:  # a first message that could not be sent tries again
+            self._sid = self._client._subscribe_internal(f"{self._inbox}.>", self._on_reply)
 
     def _send(
         self, subject: str, payload: bytes, headers: HeadersIn | None, seq: int, op: int
