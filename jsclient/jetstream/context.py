@@ -393,8 +393,6 @@ class JetStream(KeyValueManager, MessagesManager):
         (seconds, or ``"never"``; server 2.11, a stream with ``allow_msg_ttl``)
         removes the message after that long.
         """
-        if ttl is not None:
-            self._require_api_level(1, "per-message TTL")
         hdrs = pub_headers(
             headers,
             msg_id,
@@ -404,6 +402,8 @@ class JetStream(KeyValueManager, MessagesManager):
             expected_last_msg_id,
             ttl,
         )
+        if ttl is not None:  # after the TTL's own check: bad input asks nothing
+            self._require_api_level(1, "per-message TTL")
         total = self._timeout if timeout is None else timeout
         deadline = time.monotonic() + total
         request = self._client.request
@@ -452,8 +452,6 @@ class JetStream(KeyValueManager, MessagesManager):
             if ack_timeout is not None:
                 raise TypeError("give ack_timeout or timeout, not both")
             ack_timeout = timeout
-        if ttl is not None:
-            self._require_api_level(1, "per-message TTL")
         hdrs = pub_headers(
             headers,
             msg_id,
@@ -463,6 +461,8 @@ class JetStream(KeyValueManager, MessagesManager):
             expected_last_msg_id,
             ttl,
         )
+        if ttl is not None:  # after the TTL's own check: bad input asks nothing
+            self._require_api_level(1, "per-message TTL")
         # Encoded once: retries re-send the same bytes.
         return self._async.publish(
             subject, payload, encode_headers(hdrs) if hdrs else None, ack_timeout
