@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from jsbench import core, js, kv, raw
+from jsbench import batch, core, js, kv, raw
 from jsbench.result import Result
 
 WorkFn = Callable[[str, int, int], Result]
@@ -383,9 +383,37 @@ def _kv() -> list[Workload]:
     ]
 
 
+def _batch() -> list[Workload]:
+    setup, check = batch.setup_batch_publish, js.check_published
+    return [
+        Workload(
+            "js-atomic-batch",
+            f"atomic batches of {batch.BATCH}, the last message commits, each batch's "
+            "PubAck awaited; nats-py: publish_async of the same bytes "
+            "(no batch API); compare js-publish-async",
+            {JSCLIENT: batch.js_atomic_batch, NATS_PY: js.py_publish_async},
+            50_000,
+            10_000,
+            setup=setup,
+            check=check,
+        ),
+        Workload(
+            "js-fast-ingest",
+            "one fast-ingest batch (server-paced flow control, no ack per message) "
+            "until its PubAck; nats-py: publish_async of the same bytes (no batch API); "
+            "compare js-publish-async",
+            {JSCLIENT: batch.js_fast_ingest, NATS_PY: js.py_publish_async},
+            50_000,
+            10_000,
+            setup=setup,
+            check=check,
+        ),
+    ]
+
+
 def workloads() -> list[Workload]:
     """Every workload, in report order."""
-    return _core() + _js() + _kv()
+    return _core() + _js() + _kv() + _batch()
 
 
 def by_name(name: str) -> Workload:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
 from jsclient.api import DeliverPolicy, StreamInfo
-from jsclient.jetstream._wire import EXPECTED_LAST_SUBJECT_SEQ
+from jsclient.jetstream._wire import EXPECTED_LAST_SUBJECT_SEQ, TTL, ttl_value
 from jsclient.jetstream.kv._config import STREAM_PREFIX, KeyValueStatus, check_filter, check_key
 from jsclient.jetstream.kv._entry import (
     DEL,
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from jsclient.msg import Msg
 
 DEFAULT_PREFIX = "$JS.API"
-TTL = "Nats-TTL"
 ROLLUP = "Nats-Rollup"
 _status_of = _impl.status.status_of
 _header_value = _impl.status.header_value
@@ -48,15 +47,6 @@ _header_value = _impl.status.header_value
 SCAN_BATCH = 1000
 #: Wrong last sequence (10164 is what replicated streams report).
 _WRONG_LAST = frozenset({10071, 10164})
-
-
-def ttl_value(ttl: float) -> str:
-    """A per-message TTL as the ``Nats-TTL`` header gives it (at least one second)."""
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl < 1:
-        raise ValueError(f"a TTL must be at least 1 second, got {ttl!r}")
-    if ttl == int(ttl):
-        return f"{int(ttl)}s"
-    return f"{round(ttl * 1000)}ms"
 
 
 def _as_bytes(value: Any) -> bytes:
@@ -196,7 +186,7 @@ class KeyValue:
         check_key(key)
         return self._publish(key, _as_bytes(value), None)
 
-    def create(self, key: str, value: bytes | str, *, ttl: float | None = None) -> int:
+    def create(self, key: str, value: bytes | str, *, ttl: float | str | None = None) -> int:
         """Store ``value`` only if the key has none (never set, deleted or purged).
 
         KeyExistsError when it has a value. ``ttl`` (seconds, server 2.11 and a
@@ -245,7 +235,7 @@ class KeyValue:
         extra = None if last is None else {EXPECTED_LAST_SUBJECT_SEQ: str(int(last))}
         self._publish(key, b"", op_headers(DEL, extra))
 
-    def purge(self, key: str, *, ttl: float | None = None, last: int | None = None) -> None:
+    def purge(self, key: str, *, ttl: float | str | None = None, last: int | None = None) -> None:
         """Remove every revision of the key; only a purge marker stays.
 
         ``ttl`` (server 2.11) removes the marker itself after that long.
