@@ -113,8 +113,8 @@ class DirectRead:
         limit: int | None,
         max_bytes: int | None,
         timeout: float | None = None,
-        page_msgs: int = PAGE_MSGS,
-        page_bytes: int = PAGE_BYTES,
+        page_msgs: int | None = None,
+        page_bytes: int | None = None,
     ) -> None:
         self._js = js
         self.stream = stream
@@ -122,8 +122,8 @@ class DirectRead:
         self._limit = limit
         self._max_bytes = max_bytes
         self._timeout = js._timeout if timeout is None else timeout
-        self._page_msgs = page_msgs
-        self._page_bytes = page_bytes
+        self._page_msgs = PAGE_MSGS if page_msgs is None else page_msgs
+        self._page_bytes = PAGE_BYTES if page_bytes is None else page_bytes
         self._subject = f"{js._prefix}.DIRECT.GET.{stream}"
         self._multi = "multi_last" in request
         #: The last sequence read (0 before the first).
@@ -165,7 +165,12 @@ class DirectRead:
                         break
                     if not checked:
                         if _header_value(raw, PENDING_HDR) is None:
-                            self._old_server("an answer without Nats-Num-Pending")
+                            what = "an answer without Nats-Num-Pending"
+                            self._old_server(what)
+                            raise errors.JetStreamError(
+                                f"nats: unexpected direct get answer from stream "
+                                f"{self.stream!r}: {what}"
+                            )
                         checked = True
                     if left is not None:
                         left -= 1
@@ -229,9 +234,9 @@ class DirectRead:
                 ),
                 stream=self.stream,
             )
-        if code == 408 and first:
-            self._old_server(f"408 {description}")
         if code == 408:
+            if first:
+                self._old_server(f"408 {description}")
             raise errors.BadRequestError(code=408, description=description, stream=self.stream)
         raise errors.api_error({"code": code, "description": description, "stream": self.stream})
 
@@ -260,7 +265,8 @@ class DirectRead:
         )
 
     def _old_server(self, what: str) -> None:
-        """A reply that a server without batched gets would send: check the API level."""
+        """A reply that a server without batched gets would send: raise
+        BatchGetNotSupportedError if the API level says so, else return."""
         try:
             level = (self._js._api_request("INFO").get("api") or {}).get("level") or 0
         except errors.Error:
@@ -271,9 +277,6 @@ class DirectRead:
                 f"level {REQUIRED_API_LEVEL}); the server reports level {level} and sent {what}",
                 api_level=level,
             )
-        raise errors.JetStreamError(
-            f"nats: unexpected direct get answer from stream {self.stream!r}: {what}"
-        )
 
 
 def stored_size(msg: Msg, raw: bytes) -> int:

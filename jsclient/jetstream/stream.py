@@ -260,6 +260,7 @@ class Stream:
         name = self.name
         for msg in read.messages():
             raw = msg._hdr
+            assert raw is not None  # messages() yields only answers with headers
             hdrs = headers = None
             # Six header lines are the ones the server adds; more are the publisher's.
             if raw.count(b"\r\n") > 8:
