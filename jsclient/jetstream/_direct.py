@@ -35,7 +35,7 @@ What the server says, as nats-server 2.15.1 sends it:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +129,7 @@ class DirectRead:
         #: The last sequence read (0 before the first).
         self.last_seq = 0
 
-    def messages(self) -> Iterator[Msg]:
+    def messages(self) -> Generator[Msg, None, None]:
         """The stored messages as the server sends them (core messages; the
         stored subject, sequence and time are in their direct-get headers)."""
         client = self._js._client
