@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 _status_of = _impl.status.status_of
 _header_value = _impl.status.header_value
+_direct_headers = _impl.status.direct_headers
 
 STREAM_HDR = "Nats-Stream"
 SUBJECT_HDR = "Nats-Subject"
@@ -298,54 +299,9 @@ def stored_size(msg: Msg, raw: bytes) -> int:
     return size
 
 
-class Stamps:
-    """Parses ``Nats-Time-Stamp`` values (RFC 3339, UTC, 0-9 fractional digits).
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-    Messages read together mostly share their second, so the date-and-time part
-    is parsed once per second seen and cached (one entry).
-    """
 
-    __slots__ = ("_dt", "_prefix", "_secs")
-
-    def __init__(self) -> None:
-        self._prefix = ""
-        self._secs = 0
-        self._dt = datetime(1970, 1, 1, tzinfo=UTC)
-
-    def _base(self, text: str) -> tuple[str, str] | None:
-        # "2006-01-02T15:04:05[.frac]Z": the first 19 characters, then the fraction.
-        if len(text) < 20 or text[-1] != "Z" or text[10] != "T":
-            return None
-        prefix, rest = text[:19], text[19:-1]
-        if rest and (rest[0] != "." or not (rest[1:].isascii() and rest[1:].isdigit())):
-            return None
-        if len(rest) > 10:
-            return None
-        if prefix != self._prefix:
-            try:
-                dt = datetime.fromisoformat(prefix).replace(tzinfo=UTC)
-            except ValueError:
-                return None
-            self._prefix, self._dt = prefix, dt
-            self._secs = int(dt.timestamp())
-        return prefix, rest[1:]
-
-    def ns(self, text: str | None) -> int | None:
-        """Nanoseconds since the epoch, or None for a missing or malformed stamp."""
-        if text is None:
-            return None
-        base = self._base(text)
-        if base is None:
-            return None
-        frac = base[1]
-        return self._secs * 1_000_000_000 + (int(frac.ljust(9, "0")) if frac else 0)
-
-    def datetime(self, text: str | None) -> datetime | None:
-        """A UTC datetime (microseconds), or None for a missing or malformed stamp."""
-        if text is None:
-            return None
-        base = self._base(text)
-        if base is None:
-            return None
-        frac = base[1]
-        return self._dt.replace(microsecond=int(frac[:6].ljust(6, "0"))) if frac else self._dt
+def ns_datetime(ns: int) -> datetime:
+    """Nanoseconds since the epoch as a UTC datetime (microseconds, exactly)."""
+    return _EPOCH + timedelta(microseconds=ns // 1000)

@@ -255,29 +255,30 @@ class Stream:
         return self._stream_msgs(read)
 
     def _stream_msgs(self, read: _direct.DirectRead) -> Iterator[RawStreamMsg]:
-        hv = _direct._header_value
-        stamps = _direct.Stamps()
+        fields = _direct._direct_headers
+        to_datetime = _direct.ns_datetime
         name = self.name
         for msg in read.messages():
             raw = msg._hdr
             assert raw is not None  # messages() yields only answers with headers
+            subject, seq, ns, _pending, _last, others = fields(raw)
             hdrs = headers = None
-            # Six header lines are the ones the server adds; more are the publisher's.
-            if raw.count(b"\r\n") > 8:
+            if others:  # the publisher's own headers
                 multi = _headers.decode(raw)[2]
                 user = {k: v for k, v in multi.items() if k not in _DIRECT_META}
                 if user:
                     hdrs = _headers.encode(user)
                     headers = _first_values(user)
-            ts = hv(raw, _DIRECT_TIME)
             yield RawStreamMsg(
-                subject=hv(raw, _DIRECT_SUBJECT),
-                seq=_direct.uint(hv(raw, _DIRECT_SEQ)),
+                subject=subject,
+                seq=seq if seq >= 0 else None,
                 data=msg.data,
                 hdrs=hdrs,
                 headers=headers,
                 stream=name,
-                time=stamps.datetime(ts) or _parse_time(ts),
+                time=to_datetime(ns)
+                if ns is not None
+                else _parse_time(_direct._header_value(raw, _DIRECT_TIME)),
             )
 
     # -- consumers of this stream --------------------------------------------

@@ -370,11 +370,9 @@ def _direct_batches(
     lo_ns = t_lo if t_lo is not None else -1
     hi_ns = t_hi if t_hi is not None else 1 << 80
     pull, max_bytes = rng.pull, opts.max_batch_bytes
-    hv = _direct._header_value
-    uint = _direct.uint
+    fields = _direct._direct_headers
     decode = _decode_headers
     meta = _DIRECT_META
-    stamps = _direct.Stamps()
     rows = _Rows()
     last = rng.start - 1
     resets = 0
@@ -397,8 +395,8 @@ def _direct_batches(
             for msg in it:
                 raw = msg._hdr
                 assert raw is not None  # messages() yields only answers with headers
-                seq = uint(hv(raw, "Nats-Sequence"))
-                if seq is None or seq <= last:
+                subject, seq, ts, _pending, _last, others = fields(raw)
+                if seq <= last:
                     raise errors.SparkReadError(
                         f"jetstream: direct get of stream {stream!r} answered sequence "
                         f"{seq} after {last}"
@@ -407,7 +405,6 @@ def _direct_batches(
                     last = end
                     break
                 last = seq
-                ts = stamps.ns(hv(raw, "Nats-Time-Stamp"))
                 if ts is None:
                     raise errors.SparkReadError(
                         f"jetstream: direct get of stream {stream!r} sequence {seq} has no "
@@ -416,13 +413,12 @@ def _direct_batches(
                 if timed and not lo_ns <= ts <= hi_ns:
                     continue
                 data = msg.data
-                rows.subjects.append(hv(raw, "Nats-Subject"))
+                rows.subjects.append(subject)
                 rows.seqs.append(seq)
                 rows.times.append(ts)
                 rows.datas.append(data)
                 rows.nbytes += len(data)
-                # Six header lines are the ones the server adds; more are the publisher's.
-                if raw.count(b"\r\n") > 8:
+                if others:  # the publisher's own headers
                     user = [kv for kv in decode(raw)[2].items() if kv[0] not in meta]
                     rows.hdrs.append(user or None)
                 else:
