@@ -144,6 +144,8 @@ class DirectRead:
             pending_msgs_limit=page_msgs + 2,
             pending_bytes_limit=page_bytes + _ONE_MESSAGE,
         )
+        next_msg = sub.next_msg
+        timeout = self._timeout
         try:
             body = dict(self._request)
             first_page = True
@@ -153,31 +155,28 @@ class DirectRead:
                 body["batch"] = n
                 body["max_bytes"] = nbytes
                 client.publish(self._subject, json.dumps(body).encode(), reply=inbox)
-                checked = False
-                while True:
-                    msg = self._next(sub, first_page and not checked)
-                    raw = msg._hdr
-                    if raw is None:
-                        raise errors.JetStreamError(
-                            f"nats: direct get answer without headers on {self._subject}"
-                        )
-                    st = _status_of(raw)
-                    if st is not None:
-                        break
-                    if not checked:
-                        if _header_value(raw, PENDING_HDR) is None:
-                            what = "an answer without Nats-Num-Pending"
-                            self._old_server(what)
-                            raise errors.JetStreamError(
-                                f"nats: unexpected direct get answer from stream "
-                                f"{self.stream!r}: {what}"
-                            )
-                        checked = True
+                msg = self._next(sub, first_page)
+                raw = self._header(msg)
+                st = _status_of(raw)
+                any_msg = st is None
+                if any_msg and _header_value(raw, PENDING_HDR) is None:
+                    what = "an answer without Nats-Num-Pending"
+                    self._old_server(what)
+                    raise errors.JetStreamError(
+                        f"nats: unexpected direct get answer from stream {self.stream!r}: {what}"
+                    )
+                while st is None:
                     if left is not None:
                         left -= 1
                     if bytes_left is not None:
                         bytes_left -= stored_size(msg, raw)
                     yield msg
+                    try:
+                        msg = next_msg(timeout)
+                    except errors.TimeoutError:
+                        msg = self._next(sub, False)  # raises the right error
+                    raw = msg._hdr or self._header(msg)
+                    st = _status_of(raw)
                 code = st[0]
                 if code == 404:
                     return
@@ -193,7 +192,7 @@ class DirectRead:
                     return
                 if bytes_left is not None and bytes_left <= 0:
                     return
-                if not checked and not last:
+                if not any_msg and not last:
                     return  # an empty page (a multi get past its last match)
                 first_page = False
                 body.pop("start_time", None)
@@ -208,6 +207,14 @@ class DirectRead:
                 sub.unsubscribe()
             except errors.Error:
                 pass
+
+    def _header(self, msg: Msg) -> bytes:
+        raw = msg._hdr
+        if raw is None:
+            raise errors.JetStreamError(
+                f"nats: direct get answer without headers on {self._subject}"
+            )
+        return raw
 
     def _next(self, sub: Any, first: bool) -> Msg:
         try:

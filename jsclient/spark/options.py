@@ -38,9 +38,10 @@ DEFAULT_SERVERS = "nats://127.0.0.1:4222"
 # and timestamp: the target stream assigns its own.
 READ_COLUMNS = ("stream", "subject", "seq", "timestamp", "data", "headers")
 IGNORED_WRITE_COLUMNS = frozenset({"stream", "seq", "timestamp"})
-#: How a read gets a range's messages: batched direct gets where the stream allows
-#: them (auto), always (direct), or with an ephemeral pull consumer (consumer).
-READ_MODES = ("auto", "direct", "consumer")
+#: How a read gets a range's messages: with an ephemeral pull consumer (the
+#: default, measured as fast or faster), or by batched direct gets where the
+#: stream allows them (direct).
+READ_MODES = ("consumer", "direct")
 
 
 def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:
@@ -322,7 +323,7 @@ class ReadOptions:
     max_batch_bytes: int = 32 * 1024 * 1024
     fetch_timeout: float = 5.0
     stall_timeout: float = 30.0
-    read_mode: str = "auto"  # auto | direct | consumer
+    read_mode: str = "consumer"  # consumer | direct
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> ReadOptions:
@@ -352,12 +353,7 @@ class ReadOptions:
         if start_t is not None and end_t is not None and end_t < start_t:
             raise errors.SparkOptionError("jetstream: 'endTime' is before 'startTime'")
         subjects = _subjects(o.text("subject") or o.text("subjects"))
-        read_mode = o.choice("readMode", "auto", READ_MODES)
-        if read_mode == "direct" and len(subjects) > 1:
-            raise errors.SparkOptionError(
-                "jetstream: readMode=direct reads one subject filter at most; "
-                "use readMode=consumer (or auto) for several"
-            )
+        read_mode = o.choice("readMode", "consumer", READ_MODES)
         return cls(
             conn=ConnectionOptions.parse(o),
             stream=stream,
