@@ -147,7 +147,7 @@ def test_starting_timestamp_formats() -> None:
     assert start("2023-11-14T22:13:20.123456789+00:00") == 1_700_000_000_123_456_789
     assert start("2023-11-14T23:13:20.123+01:00") == 1_700_000_000_123_000_000
     assert start("2023-11-14T22:13:20.123") == 1_700_000_000_123_000_000  # no offset: UTC
-    for bad in ("-5", "1.5", "yesterday", "2023-13-01T00:00:00Z", "１２３"):
+    for bad in ("-5", "1.5", "yesterday", "2023-13-01T00:00:00Z", "\uff11\uff12\uff13"):
         with pytest.raises(SparkOptionError, match="startingTimestamp"):
             start(bad)
     for other in ({"startTime": "2023-01-01T00:00:00Z"}, {"startingOffsets": "earliest"}):
