@@ -5,8 +5,9 @@ stream that allows direct gets. jsclient reads them with
 ``Stream.get_batch(seq=1, batch=n)``; nats-py has no batched direct get, so it
 reads the same range with its best consumer path, a pull consumer (ack policy
 none) fetched in batches of :data:`jsbench.js.BATCH`. natsio 1.0.1 has the
-multi-subject form (``get_last_msgs_for``) but no batched get of a range: n/a. The stream is prepared by the parent, as in
-:mod:`jsbench.js`, and reused while its count and size are the same.
+multi-subject form (``get_last_msgs_for``) but no batched get of a range: n/a.
+The stream is prepared by the parent, as in :mod:`jsbench.js`, and reused
+while its count and size are the same.
 """
 
 from __future__ import annotations
