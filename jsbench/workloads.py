@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from jsbench import batch, core, js, kv, raw
+from jsbench import batch, core, direct, js, kv, raw
 from jsbench.result import Result
 
 WorkFn = Callable[[str, int, int], Result]
@@ -411,9 +411,25 @@ def _batch() -> list[Workload]:
     ]
 
 
+def _direct() -> list[Workload]:
+    return [
+        Workload(
+            "direct-get-batch",
+            "read a range of n messages (file stream): get_batch (batched direct get); "
+            f"nats-py: no batched get, its pull consumer fetch({js.BATCH}) of the range; "
+            "jsclient's own fetch is js-fetch-noack",
+            {JSCLIENT: direct.js_get_batch, NATS_PY: direct.py_fetch_range},
+            200_000,
+            20_000,
+            targets=(Target(NATS_PY, 2.0),),
+            setup=direct.setup_direct,
+        ),
+    ]
+
+
 def workloads() -> list[Workload]:
     """Every workload, in report order."""
-    return _core() + _js() + _kv() + _batch()
+    return _core() + _js() + _kv() + _batch() + _direct()
 
 
 def by_name(name: str) -> Workload:

@@ -5,7 +5,7 @@ both catch a jsclient timeout, and (since nats-py's timeout derives from
 ``asyncio.TimeoutError``) so does the builtin ``TimeoutError``.
 
 The classes live in submodules by area (``connection``, ``messages``,
-``jetstream``, ``publish``, ``consume``, ``subscribe``, ``kv``, ``features``,
+``jetstream``, ``publish``, ``consume``, ``subscribe``, ``kv``, ``features``, ``direct``,
 ``spark``; the roots in ``_base``) but belong to this module: import them from ``jsclient.errors``.
 Their ``__module__`` is ``jsclient.errors``, so reprs, tracebacks and pickles
 name them as before the split. The reference is ``docs/errors.md``.
@@ -47,6 +47,11 @@ from jsclient.errors.consume import (
     NoHeartbeatError,
     SequenceMismatchError,
     StatusError,
+)
+from jsclient.errors.direct import (
+    BatchGetNotSupportedError,
+    DirectGetNotAllowedError,
+    TooManyResultsError,
 )
 from jsclient.errors.features import (
     AtomicPublishDisabledError,
@@ -302,6 +307,9 @@ __all__ = [
     "BatchPublishTooManyInflightError",
     "BatchPublishGapError",
     "BatchClosedError",
+    "DirectGetNotAllowedError",
+    "TooManyResultsError",
+    "BatchGetNotSupportedError",
     "api_error",
     "API_ERRORS_BY_ERR_CODE",
 ]

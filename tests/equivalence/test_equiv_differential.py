@@ -683,6 +683,8 @@ def _params(fn: Any) -> list[str]:
         ("status", "classify"),
         ("status", "js_headers"),
         ("status", "header_value"),
+        ("status", "direct_headers"),
+        ("status", "stamp_ns"),
         ("sizes", "msg_size"),
         ("sizes", "PendingCounter.on_message"),
         ("sizes", "PendingCounter.on_status"),
