@@ -23,7 +23,6 @@ from jsclient.errors import ProtocolError
 
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
-from cpython.dict cimport PyDict_GetItem
 from cpython.bytes cimport PyBytes_GET_SIZE
 from cpython.pythread cimport (
     NOWAIT_LOCK,
@@ -34,6 +33,50 @@ from cpython.pythread cimport (
     PyThread_release_lock,
     PyThread_type_lock,
 )
+
+cdef extern from *:
+    """
+    /* A new reference to d[k], or to None when k is missing (NULL: an error):
+       never a borrowed one, which another thread's change to d could free. */
+    static PyObject* jsc_dict_get(PyObject* d, PyObject* k) {
+        PyObject* v;
+    #if PY_VERSION_HEX >= 0x030D0000
+        if (PyDict_GetItemRef(d, k, &v) < 0) return NULL;
+        if (v == NULL) { Py_INCREF(Py_None); return Py_None; }
+        return v;
+    #else
+        v = PyDict_GetItemWithError(d, k);  /* borrowed: the GIL keeps it alive */
+        if (v == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            v = Py_None;
+        }
+        Py_INCREF(v);
+        return v;
+    #endif
+    }
+    /* Remove d[k] and return it (a new reference), or None when k was missing:
+       one step, so of two threads popping the same key exactly one gets it. */
+    static PyObject* jsc_dict_pop(PyObject* d, PyObject* k) {
+        PyObject* v;
+    #if PY_VERSION_HEX >= 0x030D0000
+        if (PyDict_Pop(d, k, &v) < 0) return NULL;
+        if (v == NULL) { Py_INCREF(Py_None); return Py_None; }
+        return v;
+    #else
+        v = PyDict_GetItemWithError(d, k);
+        if (v == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            Py_INCREF(Py_None);
+            return Py_None;
+        }
+        Py_INCREF(v);
+        if (PyDict_DelItem(d, k) < 0) { Py_DECREF(v); return NULL; }
+        return v;
+    #endif
+    }
+    """
+    object jsc_dict_get(object d, object k)
+    object jsc_dict_pop(object d, object k)
 
 READER = 0
 LEADER = 1
@@ -150,7 +193,7 @@ def route(owner, list events, dict subs, msg_type):
     cdef long long b_in = 0
     cdef Py_ssize_t plen
     cdef tuple ev
-    cdef PyObject* found
+    cdef object found
     cdef SubState sub
     cdef SubState s
     cdef list batch
@@ -170,8 +213,8 @@ def route(owner, list events, dict subs, msg_type):
         n_in += 1
         b_in += plen
         sid = <object>PyTuple_GET_ITEM(ev, 1)
-        found = PyDict_GetItem(subs, sid)
-        if found is NULL:
+        found = jsc_dict_get(subs, sid)
+        if found is None:
             continue
         sub = <SubState>found
         msg = _new_msg(msg_type, fast, owner, <object>PyTuple_GET_ITEM(ev, 2),
@@ -186,7 +229,7 @@ def route(owner, list events, dict subs, msg_type):
                     token = (<str>subject)[sub._mux_skip:]
                 else:
                     token = subject[sub._mux_skip:]
-                waiter = sub._mux.pop(token, None)
+                waiter = jsc_dict_pop(sub._mux, token)
                 if waiter is not None:
                     waiter.deliver(msg)
             continue
@@ -251,7 +294,7 @@ cdef tuple _route_safe(owner, list events, Py_ssize_t start, dict subs, msg_type
     cdef Py_ssize_t i = start
     cdef Py_ssize_t end = len(events)
     cdef tuple ev
-    cdef PyObject* found
+    cdef object found
     cdef SubState sub
     cdef SubState s
     cdef Reply r
@@ -266,8 +309,8 @@ cdef tuple _route_safe(owner, list events, Py_ssize_t start, dict subs, msg_type
         payload = <object>PyTuple_GET_ITEM(ev, 5)
         plen = len(payload)
         sid = <object>PyTuple_GET_ITEM(ev, 1)
-        found = PyDict_GetItem(subs, sid)
-        if found is NULL:
+        found = jsc_dict_get(subs, sid)
+        if found is None:
             n_in += 1
             b_in += plen
             i += 1
@@ -281,12 +324,18 @@ cdef tuple _route_safe(owner, list events, Py_ssize_t start, dict subs, msg_type
                 token = (<str>subject)[sub._mux_skip:]
             else:
                 token = subject[sub._mux_skip:]
-            found = PyDict_GetItem(sub._mux, token)
-            if found is not NULL:
-                if type(<object>found) is not Reply:
+            found = jsc_dict_get(sub._mux, token)
+            if found is not None:
+                if type(found) is not Reply:
                     break
+                # Taken by one atomic pop: a requester that gave up meanwhile
+                # (cancel) took it instead, and then this reply is dropped.
+                if jsc_dict_pop(sub._mux, token) is not found:
+                    n_in += 1
+                    b_in += plen
+                    i += 1
+                    continue
                 r = <Reply>found
-                del sub._mux[token]
                 r.msg = _new_msg(msg_type, fast, owner, subject,
                                  <object>PyTuple_GET_ITEM(ev, 3), payload,
                                  <object>PyTuple_GET_ITEM(ev, 4),

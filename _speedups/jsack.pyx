@@ -192,8 +192,18 @@ cdef enum:
 # The last stream name decoded (when it is at most _NAME_CACHE bytes): a
 # publisher's acks name one stream again and again, and reusing the str skips a
 # decode and an allocation. Same bytes, same strict UTF-8 decoding, so the
-# result is the same. The three are updated together, with the GIL held and no
-# Python code in between.
+# result is the same. The three are updated together, with no Python code in
+# between, which only a GIL makes atomic: a free-threaded build does without
+# the cache (JSC_NAME_CACHE 0).
+cdef extern from *:
+    """
+    #ifdef Py_GIL_DISABLED
+    #define JSC_NAME_CACHE 0
+    #else
+    #define JSC_NAME_CACHE 1
+    #endif
+    """
+    const bint JSC_NAME_CACHE
 cdef enum:
     _NAME_CACHE = 256
 cdef char _last_name[_NAME_CACHE]
@@ -245,13 +255,17 @@ def pub_ack_fields(data):
         v = v * 10 + digit
         i += 1
     name_len = name_end - _HEAD_LEN
-    if name_len == _last_len and memcmp(_last_name, p + _HEAD_LEN, name_len) == 0:
+    if (
+        JSC_NAME_CACHE
+        and name_len == _last_len
+        and memcmp(_last_name, p + _HEAD_LEN, name_len) == 0
+    ):
         return (_last_stream, PyLong_FromUnsignedLongLong(v))
     try:
         stream = PyUnicode_DecodeUTF8(<const char*>p + _HEAD_LEN, name_len, NULL)
     except UnicodeDecodeError:
         return None
-    if name_len <= _NAME_CACHE:
+    if JSC_NAME_CACHE and name_len <= _NAME_CACHE:
         memcpy(_last_name, p + _HEAD_LEN, name_len)
         _last_len = name_len
         _last_stream = stream

@@ -2,19 +2,48 @@
 """Cython twin of :mod:`jsclient.protocol.writer` (the specification).
 
 Same names, codes and behaviour. Frames are built with one allocation and
-``memcpy``; counters are C integers; each method runs without releasing the
-GIL, so each is atomic with respect to other threads (``write`` releases it
-only inside the socket's own send calls). ``write`` runs no Python code, so
-an interrupt raised into the writing thread lands before or after it.
+``memcpy``; counters are C integers. Each call that changes the queue runs in
+a critical section on it: free where a GIL exists (a call that runs no
+Python code is atomic then anyway), a per-object lock on a free-threaded
+build; the subject cache is read with a strong reference. ``Counter`` counts
+with one atomic add. ``write`` runs no Python code, so an interrupt raised
+into the writing thread lands before or after it.
 """
+
+cimport cython
 
 from jsclient.protocol.commands import frame_start
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append, PyList_GET_SIZE
 from cpython.object cimport PyObject
-from cpython.dict cimport PyDict_GetItem
 from libc.string cimport memcpy
+
+cdef extern from *:
+    """
+    /* A new reference to d[k], or to None when k is missing (NULL: an error). */
+    static PyObject* jsc_dict_get(PyObject* d, PyObject* k) {
+        PyObject* v;
+    #if PY_VERSION_HEX >= 0x030D0000
+        if (PyDict_GetItemRef(d, k, &v) < 0) return NULL;
+        if (v == NULL) { Py_INCREF(Py_None); return Py_None; }
+        return v;
+    #else
+        v = PyDict_GetItemWithError(d, k);  /* borrowed: the GIL keeps it alive */
+        if (v == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            v = Py_None;
+        }
+        Py_INCREF(v);
+        return v;
+    #endif
+    }
+    static inline long long jsc_incr(long long* p) {
+        return __atomic_add_fetch(p, 1, __ATOMIC_RELAXED);
+    }
+    """
+    object jsc_dict_get(object d, object k)
+    long long jsc_incr(long long* p) nogil
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
@@ -128,11 +157,12 @@ cdef class WriteQueue:
         return self._pub(subject, payload, max_payload)
 
     def pub_str(self, subject, payload):
-        cdef PyObject* subj
-        if type(subject) is not str or self.subjects is None:
+        cdef object subj
+        cdef dict subjects = self.subjects
+        if type(subject) is not str or subjects is None:
             return C_UNKNOWN_SUBJECT
-        subj = PyDict_GetItem(self.subjects, subject)
-        if subj == NULL:
+        subj = jsc_dict_get(subjects, subject)
+        if type(subj) is not bytes:
             return C_UNKNOWN_SUBJECT
         return self._pub(<bytes>subj, payload, self.max_payload)
 
@@ -173,11 +203,13 @@ cdef class WriteQueue:
 
     cdef int _add(self, bytes data, long long payload_len, long long msgs) except -1:
         cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
-        if not self.open or (self.nbytes and self.nbytes + n > self.limit):
-            return C_FULL
-        return self._push(data, payload_len, msgs)
+        with cython.critical_section(self):
+            if not self.open or (self.nbytes and self.nbytes + n > self.limit):
+                return C_FULL
+            return self._push(data, payload_len, msgs)
 
     cdef int _push(self, bytes data, long long payload_len, long long msgs) except -1:
+        # In a critical section on self.
         PyList_Append(self._chunks, data)
         self.nbytes += PyBytes_GET_SIZE(data)
         if msgs:
@@ -193,26 +225,37 @@ cdef class WriteQueue:
         return C_KICK
 
     def push_always(self, bytes data not None, long long payload_len=0, long long msgs=0):
-        return self._push(data, payload_len, msgs)
+        with cython.critical_section(self):
+            return self._push(data, payload_len, msgs)
 
     def push_front(self, bytes data not None):
-        self._chunks.insert(0, data)
-        self.nbytes += PyBytes_GET_SIZE(data)
+        with cython.critical_section(self):
+            self._chunks.insert(0, data)
+            self.nbytes += PyBytes_GET_SIZE(data)
 
     def take(self):
-        cdef list chunks = self._chunks
-        cdef Py_ssize_t n = PyList_GET_SIZE(chunks)
+        cdef list chunks
         cdef Py_ssize_t size = 0
         cdef object c
-        if n == 0:
-            return [], 0
-        self.big = False
-        taken = chunks[:n]
-        del chunks[:n]
-        for c in taken:
-            size += PyBytes_GET_SIZE(c)
-        self.nbytes -= size
-        return taken, size
+        with cython.critical_section(self):
+            chunks = self._chunks
+            if PyList_GET_SIZE(chunks) == 0:
+                return [], 0
+            self.big = False
+            self._chunks = []
+            for c in chunks:
+                size += PyBytes_GET_SIZE(c)
+            self.nbytes -= size
+        return chunks, size
+
+    def rekick(self, bint clear):
+        with cython.critical_section(self):
+            if clear:
+                self.kicked = False
+            if (PyList_GET_SIZE(self._chunks) or self.out) and not self.kicked:
+                self.kicked = True
+                return True
+            return False
 
     def write(self, sock, int flags, bint gather):
         cdef list chunks
@@ -275,6 +318,21 @@ cdef class WriteQueue:
                     self.push_front(bytes(buf))
         self.out = []
         self.out_sent = 0
+
+
+cdef class Counter:
+    """``start``, ``start + 1``, ... to any number of threads; see jsclient/protocol/writer.py."""
+
+    cdef long long _n
+
+    def __init__(self, long long start=1):
+        self._n = start - 1
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return jsc_incr(&self._n)
 
 
 cdef list _gather(list chunks):

@@ -30,7 +30,9 @@ Completing and making the stock state are claimed under one module lock, held
 for a few assignments (and, when the stock state is made of a done future,
 for its ``set_result``, which has nothing to wake yet), never across a
 callback; so exactly one of two racing completers wins, and a waiter that
-makes the stock state either sees the outcome or is woken by it.
+makes the stock state either sees the outcome or is woken by it. The outcome
+is read under the same lock: nothing relies on the GIL or on the order in
+which another thread's stores become visible.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ F = TypeVar("F", bound="LazyFuture[Any]")
 Runner = Callable[..., None]
 
 _lock = threading.Lock()
+#: The lock completions take: state handed between a future's completer and
+#: another thread (a reply token) is read and written under it too.
+completion_lock = _lock
 _log = logging.getLogger("concurrent.futures")
 
 
@@ -117,9 +122,9 @@ class LazyFuture(Future[T]):
         with _lock:
             if self._lz_done:
                 return False
-            self._lz_done = True
             self._lz_value = value
             self._lz_exc = exc
+            self._lz_done = True
             real = self._lz_real
             cbs = self._lz_cbs
             self._lz_cbs = None
@@ -198,16 +203,19 @@ class LazyFuture(Future[T]):
 
     def result(self, timeout: float | None = None) -> T:
         if self._lz_done:
-            if self._lz_exc is not None:
-                raise self._lz_exc
-            value: T = self._lz_value
+            with _lock:  # the outcome as its completer wrote it, whatever the memory model
+                exc = self._lz_exc
+                value: T = self._lz_value
+            if exc is not None:
+                raise exc
             return value
         self._make_real()
         return Future.result(self, timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         if self._lz_done:
-            return self._lz_exc
+            with _lock:
+                return self._lz_exc
         self._make_real()
         return Future.exception(self, timeout)
 

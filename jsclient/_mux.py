@@ -19,12 +19,11 @@ Publisher and the Spark sink all send through it.
 
 from __future__ import annotations
 
-import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from jsclient import errors
+from jsclient import _impl, errors
 from jsclient.protocol import commands
 
 
@@ -79,7 +78,7 @@ class RequestMux:
         self._inbox_prefix = inbox_prefix
         self._new_id = new_id
         self._map: dict[str, Waiter] = {}
-        self._tokens = itertools.count(1)
+        self._tokens: Iterator[int] = _impl.writer.Counter(1)
         self._lock = threading.Lock()
         self._prefix: str | None = None
         self._prefix_b = b""

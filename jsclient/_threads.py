@@ -18,13 +18,14 @@ Scheduler's condition is entered through its lock.
 from __future__ import annotations
 
 import heapq
-import itertools
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from jsclient import _impl
 
 log = logging.getLogger("jsclient")
 
@@ -126,7 +127,7 @@ class Scheduler:
         self._heap: list[tuple[float, int, TimerHandle]] = []
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)  # entered through _lock (see module)
-        self._seq = itertools.count()
+        self._seq: Iterator[int] = _impl.writer.Counter(0)
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()

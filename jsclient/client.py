@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _fork, _impl, errors
@@ -64,7 +63,7 @@ class Client:
     def __init__(self, opts: Options) -> None:
         self._opts = opts
         self._subs: dict[int, Any] = {}
-        self._sid = itertools.count(1)
+        self._sid: Iterator[int] = _impl.writer.Counter(1)  # sids: unique across threads
         self._subject_cache: dict[str, bytes] = {}
         self._listeners: list[Callable[[str], None]] = []
         # JetStream pull contexts (consume, messages, fetch) that drain() drains.

@@ -172,12 +172,10 @@ class Writer:
                 wq.kicked = True
                 self.kick()
             return
-        if rc == _KICK:
-            wq.kicked = False  # our claim to wake the flusher: written here instead
-        # Cleared before looking, as the flusher does: a frame queued meanwhile
-        # is seen here, or its writer saw the flag clear and woke the flusher.
-        if (len(wq) or wq.out) and not wq.kicked:
-            wq.kicked = True
+        # A KICK was our claim to wake the flusher, and we wrote instead: clear
+        # it and look at the queue in one step (see WriteQueue.rekick), so a
+        # frame queued meanwhile is seen here or its writer woke the flusher.
+        if wq.rekick(rc == _KICK):
             self.kick()
 
     def _send_slow(self, data: bytes, payload_len: int, msgs: int) -> None:
@@ -316,7 +314,7 @@ class Writer:
         """Reader thread over TLS: write what it can without blocking; True if more is left."""
         wq = self.wq
         if not wq.out:
-            wq.kicked = False  # cleared before the queue is looked at, as the flusher does
+            wq.rekick(True)  # cleared as the queue is looked at, as the flusher does
         try:
             return bool(wq.write(sock, 0, False) == _LEFT)  # an OSError drops the socket
         except _WOULD_BLOCK:
@@ -345,9 +343,11 @@ class Writer:
         while True:
             try:
                 ev.clear()
-                wq.kicked = False
+                # Clears the flag and looks at the queue in one step: a frame
+                # queued from now on is written below or wakes us again.
+                work = wq.rekick(True)
                 sock = link._sock
-                if (not len(wq) and not wq.out) or sock is None:
+                if not work or sock is None:
                     if link.status is CLOSED:
                         return
                     ev.wait(WAIT_SLICE)

@@ -5,8 +5,10 @@ parsed on the socket reader thread, which only decodes it and completes the
 future (the future's done callbacks run on the client's user-callback
 thread, never on the reader). What publishing threads, the reader, the timer
 thread and the events thread share is the window (a dict, changed one atomic
-operation at a time: no lock per message) and the waiters' counts (under a
-lock that only waiting and waking take).
+operation at a time), the waiters' counts (under a lock that only waiting and
+waking take) and each publish's reply token (handed over under the futures'
+completion lock, so a publish abandoned while it is being sent never keeps
+its token registered).
 
 - **Window**: at most ``max_pending`` publishes wait for acks; beyond that a
   publisher waits up to ``stall_wait`` for a quarter of the window to free
@@ -37,7 +39,7 @@ from time import monotonic as _mono
 from typing import TYPE_CHECKING
 
 from jsclient import errors
-from jsclient._future import LazyFuture
+from jsclient._future import LazyFuture, completion_lock
 from jsclient._threads import TimerHandle
 from jsclient.api import PubAck
 from jsclient.jetstream._window import Window
@@ -106,17 +108,16 @@ class AsyncPublisher:
             window = self.window
             if not window.wait_room(_mono() + self.stall_wait) and window.full():
                 raise errors.TooManyStalledMsgsError()
-        # One dict operation, atomic on its own (as every built-in container's
-        # is, with or without the GIL): no lock per publish. Threads publishing
-        # at once may each add one past the window.
+        # One dict operation, atomic on its own (a built-in container's
+        # operations are, with or without a GIL): no lock of ours for it.
+        # Threads publishing at once may each add one past the window.
         pending[ack] = None
         try:
             token = client._mux.send(subject, payload, headers, ack)
         except BaseException:
             self._forget(ack)
             raise
-        ack.token = token
-        if ack._lz_done:
+        if ack.set_token(token):
             # Failed (a disconnect) before the token was set; see abandon().
             client._mux.cancel(token)
         elif own:
@@ -187,16 +188,17 @@ class AsyncPublisher:
         except errors.Error as exc:
             self.finish(ack, None, exc)
             return
-        ack.token = token
-        if ack._lz_done:
+        if ack.set_token(token):
             client._mux.cancel(token)
 
     def abandon(self, ack: _AsyncPub, exc: BaseException) -> None:
         """Fail a pending publish whose reply will not be awaited any more."""
         if self.finish(ack, None, exc):
-            # Read the token only after ``done`` is set: the publisher sets the
-            # token and then reads ``done``, so one of the two cancels it.
-            self.client._mux.cancel(ack.token)
+            # Read after ``done`` is set, under the lock the publisher sets the
+            # token and reads ``done`` under: one of the two cancels it.
+            with completion_lock:
+                token = ack.token
+            self.client._mux.cancel(token)
 
     def finish(self, ack: _AsyncPub, result: PubAck | None, exc: BaseException | None) -> bool:
         """Complete the future unless another path did first; True if this call did."""
@@ -276,6 +278,13 @@ class _AsyncPub(PubFuture):
         self.timer: TimerHandle | None = None
         self.deadline = 0.0  # checked by the owner's sweep (0: a timer of its own, or none)
         self.retries = 0
+
+    def set_token(self, token: str) -> bool:
+        """Note the reply token; True if the future is done already (the caller
+        then cancels the token: whoever finished it may have read none)."""
+        with completion_lock:
+            self.token = token
+            return self._lz_done
 
     def deliver(self, msg: Msg | None) -> None:
         # The request mux's waiter protocol: the reply, on the socket reader

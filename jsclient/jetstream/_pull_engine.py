@@ -31,11 +31,11 @@ Two kinds of session share this machinery:
 
 from __future__ import annotations
 
-import itertools
 import json
 import queue
 import weakref
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -261,7 +261,7 @@ class Engine:
         self.next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{name}".encode()
         #: Nats-Pin-Id of the last message of a pinned priority group (sent as "id").
         self.pin_id: str | None = None
-        self.tokens = itertools.count(1)
+        self.tokens: Iterator[int] = _impl.writer.Counter(1)
         self.free: list[_Inbox] = []
         self._sids: list[int] = []
         self.fetch_delivered = 0

@@ -54,16 +54,16 @@ publish, and every wait has a timeout.
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
-from jsclient import errors
+from jsclient import _impl, errors
 from jsclient.jetstream._flight import (
     DEFAULT_RETRY_ON,
     Flight,
@@ -148,7 +148,7 @@ class Publisher(FlightsRunner):
         self._work = threading.Condition(self._lock)  # publish runner: queue, hold lift, stop
         self._flights = threading.Condition(self._lock)  # flights runner: acks, stop, drain
         self._idle = threading.Condition(self._lock)  # drain() waiters
-        self._ids = itertools.count(1)
+        self._ids: Iterator[int] = _impl.writer.Counter(1)
         self._queue: deque[Flight] = deque()
         # The window: published (or being published) and no PubAck yet; a failed
         # attempt stays until it is settled or retried.
@@ -166,7 +166,7 @@ class Publisher(FlightsRunner):
         # (due, tie-breaker, flight, is a new attempt): retries and 503 re-sends,
         # a heap the flights runner alone touches.
         self._retries: list[tuple[float, int, Flight, bool]] = []
-        self._retry_ids = itertools.count()
+        self._retry_ids: Iterator[int] = _impl.writer.Counter(0)
         # Stall probing (see RetryConfig.probe_after): when a reply last came,
         # the probe in flight and when it was sent.
         self._probe_after = None if retry is None else retry.probe_after
@@ -260,8 +260,8 @@ class Publisher(FlightsRunner):
                 self._js._require_api_level(1, "per-message TTL")
         if self._closed:
             raise PublisherClosedError("nats: cannot publish once the publisher is closed")
-        # Ids must be unique (with retries they are Nats-Msg-Ids); next() on an
-        # itertools.count is one C call, atomic under the GIL: no lock needed.
+        # Ids must be unique (with retries they are Nats-Msg-Ids): a Counter
+        # never gives one twice, whatever the threads.
         flight = Flight(
             self,
             next(self._ids),
@@ -270,17 +270,16 @@ class Publisher(FlightsRunner):
             headers,
             publish_options,
         )
-        # Not under self._lock (the runners take it): deque.append() is atomic,
-        # and the runner re-checks the queue after announcing that it waits, so
-        # either it sees the message or we see the flag and wake it.
-        self._queue.append(flight)
+        # Queued and the runner's flag read under the runners' lock (held by
+        # them for a few steps at a time, never across I/O): either the runner
+        # sees the message when it looks, or we see that it waits and wake it.
+        with self._lock:
+            self._queue.append(flight)
+            if self._pub_waiting:
+                self._pub_waiting = False
+                self._work.notify()
         if self._closed:
             self._refuse_late(flight)
-        if self._pub_waiting:
-            with self._lock:
-                if self._pub_waiting:
-                    self._pub_waiting = False
-                    self._work.notify()
         return flight
 
     def _refuse_late(self, flight: Flight) -> None:
@@ -425,8 +424,7 @@ class Publisher(FlightsRunner):
                             self._publishing = True  # drain() must not see an empty queue as idle
                         else:
                             self._pub_waiting = True
-                            if not queue:  # re-check: publish_async appends without the lock
-                                self._work.wait(self.poll_time)
+                            self._work.wait(self.poll_time)  # publish_async notifies
                             self._pub_waiting = False
                 if prepare:
                     ahead = self._prepare(self._take(prepare))

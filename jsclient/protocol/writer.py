@@ -50,11 +50,27 @@ resubscriptions on reconnect) without counting publishes or waking anyone.
 in order, and their size; it clears ``big``; ``len(q)`` is the number of
 chunks queued.
 
-Threads: the Cython twin runs each call without releasing the GIL, so each is
-atomic. This specification relies on the GIL not switching threads inside
-``+=`` on an int attribute (CPython switches only at calls and backward
-jumps), and never replaces its list, so a frame appended during ``take``
-is taken or stays queued.
+Threads: each call that changes the queue (``pub``, ``pub_str``, ``ack``,
+``push``, ``push_always``, ``push_front``, ``take``, ``rekick``) is atomic with
+respect to the others: this specification holds a lock of the queue's own
+for its changes, the Cython twin a critical section on the queue (which is
+free while a GIL exists, and a per-object lock on a free-threaded build).
+Nothing relies on the GIL: no ``+=`` on a shared field outside that lock.
+``rekick(clear)`` is the writer's side of the wake-up protocol in one step:
+it clears ``kicked`` if ``clear``, then, when frames are queued (or ``out``
+holds bytes) and ``kicked`` is false, sets it and returns True (the caller
+wakes the writer); else False. Clearing the flag and looking at the queue
+in one atomic step is what keeps a wake-up from being lost between a writer
+that clears and a publisher that appends, whatever the memory model.
+Fields written outside these calls (``kicked = True`` by a thread about to
+wake the writer) are single stores: two threads that both set it both wake
+the writer, which costs a spurious wake-up, never a lost one.
+
+``Counter(start=1)``: ``next(counter)`` gives ``start``, ``start + 1``, ...
+to any number of threads at once, each value exactly once (sids, reply
+tokens, pull tokens, flight ids). ``itertools.count`` is not that on a
+free-threaded build. This specification increments under a lock; the
+Cython twin with one atomic add.
 
 Writing: ``write(sock, flags, gather)`` is for the one thread that holds the
 connection's write token. It moves everything queued to ``out`` (one joined
@@ -86,6 +102,7 @@ written in ASCII decimal.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from jsclient.protocol.commands import frame_start
@@ -118,6 +135,7 @@ class WriteQueue:
 
     __slots__ = (
         "_chunks",
+        "_lock",
         "big",
         "iov_max",
         "kicked",
@@ -137,6 +155,7 @@ class WriteQueue:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError(f"WriteQueue: limit must be a positive int, got {limit!r}")
         self._chunks: list[bytes] = []
+        self._lock = threading.Lock()
         self.limit = limit
         self.nbytes = 0
         self.open = False
@@ -187,12 +206,18 @@ class WriteQueue:
 
     def _add(self, data: bytes, payload_len: int, msgs: int) -> int:
         n = len(data)
-        if not self.open or (self.nbytes and self.nbytes + n > self.limit):
-            return FULL
-        return self.push_always(data, payload_len, msgs)
+        with self._lock:
+            if not self.open or (self.nbytes and self.nbytes + n > self.limit):
+                return FULL
+            return self._push(data, payload_len, msgs)
 
     def push_always(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> int:
         _need(data, bytes, "data")
+        with self._lock:
+            return self._push(data, payload_len, msgs)
+
+    def _push(self, data: bytes, payload_len: int, msgs: int) -> int:
+        # Under self._lock.
         self._chunks.append(data)
         self.nbytes += len(data)
         if msgs:
@@ -209,22 +234,29 @@ class WriteQueue:
 
     def push_front(self, data: bytes) -> None:
         _need(data, bytes, "data")
-        self._chunks.insert(0, data)
-        self.nbytes += len(data)
+        with self._lock:
+            self._chunks.insert(0, data)
+            self.nbytes += len(data)
 
     def take(self) -> tuple[list[bytes], int]:
-        # The list is never replaced: a frame another thread appends while this
-        # runs is either taken or stays queued, never lost.
-        chunks = self._chunks
-        n = len(chunks)
-        if n == 0:
-            return [], 0
-        self.big = False
-        taken = chunks[:n]
-        del chunks[:n]
-        size = sum(map(len, taken))
-        self.nbytes -= size
-        return taken, size
+        with self._lock:
+            chunks = self._chunks
+            if not chunks:
+                return [], 0
+            self.big = False
+            self._chunks = []
+            size = sum(map(len, chunks))
+            self.nbytes -= size
+        return chunks, size
+
+    def rekick(self, clear: bool) -> bool:
+        with self._lock:
+            if clear:
+                self.kicked = False
+            if (self._chunks or self.out) and not self.kicked:
+                self.kicked = True
+                return True
+            return False
 
     def write(self, sock: Any, flags: int, gather: bool) -> int:
         if not self.out:
@@ -282,6 +314,24 @@ class WriteQueue:
                     self.push_front(bytes(buf))
         self.out = []
         self.out_sent = 0
+
+
+class Counter:
+    """``start``, ``start + 1``, ... to any number of threads, each value once."""
+
+    __slots__ = ("_lock", "_n")
+
+    def __init__(self, start: int = 1) -> None:
+        self._n = start - 1
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> Counter:
+        return self
+
+    def __next__(self) -> int:
+        with self._lock:
+            self._n += 1
+            return self._n
 
 
 def _gather(chunks: list[bytes]) -> list[bytes]:

@@ -150,6 +150,9 @@ def test_registry_rows_and_targets() -> None:
         "kv-put",
         "kv-watch-initial",
         "kv-keys",
+        "js-atomic-batch",
+        "js-fast-ingest",
+        "direct-get-batch",
     ):
         assert name in names
     # a raw ceiling beside every publish and round-trip row, and nowhere else
@@ -179,6 +182,7 @@ def test_registry_rows_and_targets() -> None:
     assert targets("kv-put") == {(RAW, 0.85), (NATS_PY, 1.0), (NATSIO, 1.0)}
     assert targets("kv-watch-initial") == {(NATS_PY, 5.0), (NATSIO, 2.0)}
     assert targets("kv-keys") == {(NATS_PY, 5.0), (NATSIO, 1.0)}
+    assert (NATS_PY, 2.0) in targets("direct-get-batch")
     assert Target(RAW, 0.7).label() == "≥0.7x raw"
     assert Target(NATSIO, 2.5).label() == "≥2.5x natsio"
     assert Target(NATS_PY, 10).label() == "≥10x nats-py"
