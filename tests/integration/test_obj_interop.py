@@ -84,9 +84,7 @@ def test_jsclient_puts_nats_py_gets(nats_server: NatsServer, js: JetStream) -> N
     many = os.urandom(20_000)
     obs = js.create_object_store(bucket="jc")
     obs.put("big ✓", big)
-    obs.put(
-        "many", many, chunk_size=1000, meta=ObjectMeta(description="d", headers={"h": "1"})
-    )
+    obs.put("many", many, chunk_size=1000, meta=ObjectMeta(description="d", headers={"h": "1"}))
     obs.put("gone", b"g")
     obs.delete("gone")
     obs.add_link("link to big", obs.info("big ✓"))

@@ -72,10 +72,13 @@ def test_meta_json_is_what_nats_go_writes() -> None:
         b'"size":0,"mtime":"0001-01-01T00:00:00Z","chunks":0}'
     )
     gone = ObjectInfo(name="ü", bucket="b", nuid="N", deleted=True, metadata={"k": "v"})
-    assert meta_json(gone) == (
-        '{"name":"ü","metadata":{"k":"v"},"bucket":"b","nuid":"N","size":0,'
-        '"mtime":"0001-01-01T00:00:00Z","chunks":0,"deleted":true}'
-    ).encode()
+    assert (
+        meta_json(gone)
+        == (
+            '{"name":"ü","metadata":{"k":"v"},"bucket":"b","nuid":"N","size":0,'
+            '"mtime":"0001-01-01T00:00:00Z","chunks":0,"deleted":true}'
+        ).encode()
+    )
 
 
 def test_parse_meta_round_trip_and_refusals() -> None:
