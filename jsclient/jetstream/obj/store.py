@@ -195,12 +195,14 @@ class ObjectStore:
         publish = self._js.publish_async
         try:
             for chunk in chunks:
-                sha.update(chunk)
                 if len(window) >= most:
                     self._acked(window.popleft())
                 # A slice of the caller's bytes goes out as it is: the frame is
                 # formatted from any bytes-like payload, no copy made before.
                 window.append(publish(subject, cast(bytes, chunk)))
+                # Hashed after it is queued: the hash lets go of the GIL, so the
+                # flusher writes this chunk meanwhile.
+                sha.update(chunk)
                 size += len(chunk)
                 count += 1
             while window:
