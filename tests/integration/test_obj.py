@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -582,3 +583,35 @@ def test_seal(obs: ObjectStore) -> None:
         obs.delete("kept")
     assert obs.get_bytes("kept") == b"k" * 2000
     assert [i.name for i in obs.list()] == ["kept"]
+
+
+def test_concurrent_puts_leave_no_orphan_chunks(js: JetStream, obs: ObjectStore) -> None:
+    """Each put replaces exactly the version it read last, so every replaced
+    version's chunks are purged, whichever put wins each race."""
+    failures: list[BaseException] = []
+
+    def writer(tag: bytes) -> None:
+        try:
+            for i in range(10):
+                obs.put("o", tag * (2500 + i), chunk_size=1000)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in (b"a", b"b", b"c")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not failures
+    final = obs.info("o")
+    assert final.chunks == 3
+    assert obs.get_bytes("o")[:1] in (b"a", b"b", b"c")
+    assert js.stream("OBJ_files").info().state.messages == 3 + 1  # its chunks and meta
+
+
+def test_a_context_with_a_small_async_window(nc: Client) -> None:
+    js = nc.jetstream(publish_async_max_pending=4, publish_async_stall_wait=0.05)
+    obs = js.create_object_store(bucket="small", storage="memory")
+    data = os.urandom(100_000)
+    assert obs.put("o", data, chunk_size=1000).chunks == 100
+    assert obs.get_bytes("o") == data

@@ -172,12 +172,15 @@ class ObjectReader(io.RawIOBase):
         if it is not None:
             it.stop()
         if oc is not None:
-            threading.Thread(
-                target=oc._delete_quietly,
-                args=(oc.name,),
-                name=f"jsclient-obj-cleanup-{oc.name}",
-                daemon=True,
-            ).start()
+            try:
+                threading.Thread(
+                    target=oc._delete_quietly,
+                    args=(oc.name,),
+                    name=f"jsclient-obj-cleanup-{oc.name}",
+                    daemon=True,
+                ).start()
+            except RuntimeError:  # interpreter shutdown: the consumer expires by itself
+                pass
 
     def _fill(self) -> int:
         """Bytes left in the current chunk, after moving to the next if it was used up;

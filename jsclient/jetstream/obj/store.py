@@ -190,6 +190,11 @@ class ObjectStore:
         subject = self._chunk_pre + info.nuid
         window: deque[Future[PubAck]] = deque()
         most = max(2, PUT_WINDOW_BYTES // chunk_size)
+        # Within the context's own window of async publishes, which would
+        # otherwise stall a put on a context made with a small one.
+        limit = getattr(getattr(self._js, "_async", None), "max_pending", 0)
+        if limit > 0:
+            most = max(1, min(most, limit // 2))
         sha = hashlib.sha256()
         size = count = 0
         publish = self._js.publish_async
