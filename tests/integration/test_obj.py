@@ -615,3 +615,27 @@ def test_a_context_with_a_small_async_window(nc: Client) -> None:
     data = os.urandom(100_000)
     assert obs.put("o", data, chunk_size=1000).chunks == 100
     assert obs.get_bytes("o") == data
+
+
+def test_a_bucket_without_direct_gets(js: JetStream) -> None:
+    """A bucket made by an older client (no allow_direct): meta reads go to the leader."""
+    js.create_stream(
+        name="OBJ_old",
+        subjects=["$O.old.C.>", "$O.old.M.>"],
+        storage="memory",
+        allow_rollup_hdrs=True,
+        discard="new",
+    )
+    obs = js.object_store("old")
+    data = os.urandom(3000)
+    obs.put("o", data, chunk_size=1000)
+    info = obs.info("o")
+    assert info.size == 3000 and info.mtime is not None and info.mtime.endswith("Z")
+    assert obs.get_bytes("o") == data
+    obs.put("o", b"again")  # replaces, via the leader's view of the meta
+    assert js.stream("OBJ_old").info().state.messages == 2
+    obs.delete("o")
+    with pytest.raises(errors.ObjectNotFoundError):
+        obs.info("o")
+    with pytest.raises(errors.ObjectNotFoundError):
+        obs.info("never")

@@ -215,6 +215,13 @@ def test_bad_meta(js: JetStream, obs: ObjectStore) -> None:
     js.publish("$O.files.M.bw==", json.dumps({**meta, "nuid": ""}).encode())
     with pytest.raises(errors.BadObjectMetaError):
         obs.get("o")
+    js.publish("$O.files.M.bw==", b"{not json", headers={"Nats-Rollup": "sub"})
+    with pytest.raises(errors.BadObjectMetaError):
+        obs.delete("o")
+    assert obs.list() == []  # left out (and reported to the error callback)
+    # A put mends it (and a link could replace it too).
+    obs.put("o", b"mended")
+    assert obs.get_bytes("o") == b"mended"
 
 
 def test_lenient_digest_forms(js: JetStream, obs: ObjectStore) -> None:
@@ -299,3 +306,14 @@ def test_memory_stays_bounded(js: JetStream, tmp_path: Path) -> None:
         assert f.read(MiB) == block
     assert put_peak - base < 16 * MiB, f"put grew the heap by {(put_peak - base) / MiB:.1f} MiB"
     assert get_peak - base2 < 16 * MiB, f"get grew the heap by {(get_peak - base2) / MiB:.1f} MiB"
+
+
+def test_a_read_after_the_bucket_went_away(js: JetStream, obs: ObjectStore) -> None:
+    obs.put("o", b"x" * 5000, chunk_size=1000)
+    r = obs.get("o")
+    js.delete_object_store("files")
+    with pytest.raises(errors.StreamNotFoundError):
+        r.read()
+    with pytest.raises(errors.StreamNotFoundError):
+        r.read(1)  # and from every later read
+    r.close()

@@ -88,23 +88,29 @@ class ObjectReader(io.RawIOBase):
         if self._size == 0 and not self._chunks:
             self._finish()
             return
-        oc: OrderedConsumer = self._js.ordered_consumer(
-            self._stream,
-            filter_subjects=[self._subject],
-            deliver_policy=DeliverPolicy.ALL,
-            inactive_threshold=INACTIVE_THRESHOLD,
-        )
+        try:
+            oc: OrderedConsumer = self._js.ordered_consumer(
+                self._stream,
+                filter_subjects=[self._subject],
+                deliver_policy=DeliverPolicy.ALL,
+                inactive_threshold=INACTIVE_THRESHOLD,
+            )
+        except errors.Error as exc:  # the bucket went away, the server is away...
+            self._fail(exc)
         self._oc = oc
         info = oc.cached_info
         if info is not None and not info.num_pending:
             self._finish()  # no chunk stored: a size mismatch, unless the object is empty
             return
-        self._it = oc.messages(
-            max_messages=window_messages(self.info),
-            expires=30.0,
-            heartbeat=5.0,
-            err_on_missing_heartbeat=False,
-        )
+        try:
+            self._it = oc.messages(
+                max_messages=window_messages(self.info),
+                expires=30.0,
+                heartbeat=5.0,
+                err_on_missing_heartbeat=False,
+            )
+        except errors.Error as exc:
+            self._fail(exc)
 
     def _next_chunk(self) -> bytes | None:
         """The next chunk's bytes, checked; None at the end."""

@@ -96,9 +96,11 @@ class ObjectStore:
     def _meta_subject(self, name: str) -> str:
         return self._meta_pre + encode_name(name)
 
-    def _load(self, name: str) -> tuple[ObjectInfo | None, int]:
+    def _load(self, name: str, *, replacing: bool = False) -> tuple[ObjectInfo | None, int]:
         """The latest meta stored for ``name`` (a deleted one too) and its stream
-        sequence; ``(None, 0)`` when there is none."""
+        sequence; ``(None, 0)`` when there is none. A meta that cannot be read
+        raises BadObjectMetaError, unless it is about to be ``replacing``: then
+        it counts as none (at its sequence), so a put can mend it."""
         subject = self._meta_subject(name)
         if not self._direct:
             try:
@@ -106,7 +108,7 @@ class ObjectStore:
             except errors.MessageNotFoundError:
                 return None, 0
             mtime = m.time.isoformat().replace("+00:00", "Z") if m.time else None
-            return parse_meta(m.data or b"", mtime), int(m.seq or 0)
+            return self._parsed(m.data or b"", mtime, int(m.seq or 0), replacing)
         js = self._js
         target = self._direct_pre + subject
         try:
@@ -126,8 +128,19 @@ class ObjectStore:
                 return None, 0
             raise errors.api_error({"code": st[0], "description": st[1]})
         seq = _header_value(raw, "Nats-Sequence") or ""
-        info = parse_meta(msg.data, _header_value(raw, "Nats-Time-Stamp"))
-        return info, int(seq) if seq.isascii() and seq.isdigit() else 0
+        n = int(seq) if seq.isascii() and seq.isdigit() else 0
+        return self._parsed(msg.data, _header_value(raw, "Nats-Time-Stamp"), n, replacing)
+
+    @staticmethod
+    def _parsed(
+        data: bytes, mtime: str | None, seq: int, replacing: bool
+    ) -> tuple[ObjectInfo | None, int]:
+        try:
+            return parse_meta(data, mtime), seq
+        except errors.BadObjectMetaError:
+            if replacing:
+                return None, seq
+            raise
 
     def _publish_meta(self, info: ObjectInfo, expected: int | None) -> PubAck:
         """Store ``info`` as its name's only meta; with ``expected``, only if that is
@@ -186,7 +199,7 @@ class ObjectStore:
             self.bucket, self._js._new_name(), meta or ObjectMeta(), chunk_size=chunk_size
         )
         info.name = name
-        prev, prev_seq = self._load(name)
+        prev, prev_seq = self._load(name, replacing=True)
         subject = self._chunk_pre + info.nuid
         window: deque[Future[PubAck]] = deque()
         most = max(2, PUT_WINDOW_BYTES // chunk_size)
@@ -238,7 +251,7 @@ class ObjectStore:
                 self._publish_meta(info, seq)
                 return prev
             except errors.WrongLastSequenceError:
-                prev, seq = self._load(info.name)
+                prev, seq = self._load(info.name, replacing=True)
         self._publish_meta(info, seq)
         return prev
 
@@ -411,7 +424,7 @@ class ObjectStore:
     def _put_link(self, name: str, link: ObjectLink) -> ObjectInfo:
         info = new_info(self.bucket, self._js._new_name(), ObjectMeta(name=name), link=link)
         for attempt in range(META_ATTEMPTS):
-            existing, seq = self._load(name)
+            existing, seq = self._load(name, replacing=True)
             if existing is not None and not existing.deleted and not existing.is_link():
                 raise errors.ObjectAlreadyExists(
                     f"nats: an object named {name!r} exists in {self.bucket!r}"
