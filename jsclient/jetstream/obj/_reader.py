@@ -60,6 +60,11 @@ class ObjectReader(io.RawIOBase):
 
     def __init__(self, js: Context, stream: str, subject: str, info: ObjectInfo) -> None:
         super().__init__()
+        # First: close() (also from the finalizer of a reader whose making failed) reads them.
+        self._oc: OrderedConsumer | None = None
+        self._it: MessagesContext | None = None
+        self._buf = b""  # the chunk being read, from ``_pos`` on
+        self._pos = 0
         self.info = info
         self._js = js
         self._stream = stream
@@ -70,10 +75,6 @@ class ObjectReader(io.RawIOBase):
         self._sha = hashlib.sha256()
         self._got = 0
         self._count = 0
-        self._buf = b""  # the chunk being read, from ``_pos`` on
-        self._pos = 0
-        self._oc: OrderedConsumer | None = None
-        self._it: MessagesContext | None = None
         self._started = False
         self._eof = False
         self._error: BaseException | None = None
