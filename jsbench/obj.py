@@ -322,7 +322,7 @@ def _paths(n: int, size: int) -> tuple[str, str]:
 
 
 def setup_file(url: str, n: int, size: int) -> None:
-    """A fresh, empty bucket, and the source file of ``n * size`` bytes (made once)."""
+    """A fresh, empty bucket, and the source file of ``n * size`` bytes."""
     import jsclient
 
     src, out = _paths(n, size)
@@ -340,17 +340,18 @@ def setup_file(url: str, n: int, size: int) -> None:
 
 def check_file(url: str, n: int, size: int) -> str | None:
     """After a file run: the copy has the source's size (the get checked its digest);
-    the copy and the bucket's data are removed."""
+    both files and the bucket are removed (the next run's set-up makes them again)."""
     import jsclient
 
-    _src, out = _paths(n, size)
+    src, out = _paths(n, size)
     try:
         got = os.path.getsize(out)
     except OSError:
         return "get_file left no file"
     finally:
-        if os.path.exists(out):
-            os.remove(out)
+        for path in (src, out):
+            if os.path.exists(path):
+                os.remove(path)
     with jsclient.connect(url, name="jsclient-bench-check") as nc:
         nc.jetstream().delete_stream(f"OBJ_{FILE_BUCKET}")
     if got != n * size:
