@@ -82,10 +82,28 @@ cdef object _number(str reply, int kind, void* d, Py_ssize_t s, Py_ssize_t e, st
     raise InvalidJSAckError(f"nats: invalid {what} {tok[:32]!r} in ack subject {reply[:120]!r}")
 
 
-def parse_jsack(reply):
-    """Parse a ``$JS.ACK`` reply subject (v1 or v2) into its delivery metadata."""
+cdef inline object _token(str r, int kind, void* d, Py_ssize_t s, Py_ssize_t e, object hint):
+    # r[s:e], or hint itself when it holds the same characters (no new str)
+    cdef str h
+    cdef Py_ssize_t n = e - s
+    if type(hint) is str:
+        h = <str>hint
+        if (
+            PyUnicode_GET_LENGTH(h) == n
+            and PyUnicode_KIND(h) == kind
+            and memcmp(PyUnicode_DATA(h), <char*>d + s * kind, <size_t>(n * kind)) == 0
+        ):
+            return h
+    return r[s:e]
+
+
+def parse_jsack(reply, stream_hint=None, consumer_hint=None):
+    """Parse a ``$JS.ACK`` reply subject (v1 or v2) into its delivery metadata.
+
+    ``stream_hint``/``consumer_hint``: the names expected, returned in place of
+    equal tokens."""
     if type(reply) is not str:
-        return _spec.parse_jsack(reply)
+        return _spec.parse_jsack(reply, stream_hint, consumer_hint)
     cdef str r = <str>reply
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(r)
     cdef int kind = PyUnicode_KIND(r)
@@ -150,8 +168,8 @@ def parse_jsack(reply):
         raise InvalidJSAckError(f"nats: empty stream name in ack subject {reply[:120]!r}")
     if e1 == s1:
         raise InvalidJSAckError(f"nats: empty consumer name in ack subject {reply[:120]!r}")
-    stream = r[s0:e0]
-    consumer = r[s1:e1]
+    stream = _token(r, kind, d, s0, e0, stream_hint)
+    consumer = _token(r, kind, d, s1, e1, consumer_hint)
     delivered = _number(r, kind, d, dots[base + 1] + 1, dots[base + 2], "num delivered")
     sseq = _number(r, kind, d, dots[base + 2] + 1, dots[base + 3], "stream sequence")
     cseq = _number(r, kind, d, dots[base + 3] + 1, dots[base + 4], "consumer sequence")

@@ -385,3 +385,148 @@ def js_headers(header):
         None if vs_[4] < 0 else _text(p, vs_[4], ve_[4]),
         None if vs_[5] < 0 else _text(p, vs_[5], ve_[5]),
     )
+
+
+# Lower-cased names, in the order of direct_headers' slots (5: Nats-Stream, not returned).
+cdef const char* _DG0 = b"nats-subject"
+cdef const char* _DG1 = b"nats-sequence"
+cdef const char* _DG2 = b"nats-time-stamp"
+cdef const char* _DG3 = b"nats-num-pending"
+cdef const char* _DG4 = b"nats-last-sequence"
+cdef const char* _DG5 = b"nats-stream"
+cdef int[13] _DAYS_BEFORE = [0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
+cdef int[13] _DAYS_IN = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+cdef long long[10] _SCALE = [
+    1000000000, 100000000, 10000000, 1000000, 100000, 10000, 1000, 100, 10, 1
+]
+
+
+cdef inline int _dg_slot(const unsigned char* p, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    cdef Py_ssize_t n = e - s
+    if n < 11 or not (
+        _low(p[s]) == 110 and _low(p[s + 1]) == 97 and _low(p[s + 2]) == 116
+        and _low(p[s + 3]) == 115 and p[s + 4] == 45
+    ):  # "nats-"
+        return -1
+    if n == 12:
+        if _name_is(p, s, e, <const unsigned char*>_DG0, 12):
+            return 0
+    elif n == 13:
+        if _name_is(p, s, e, <const unsigned char*>_DG1, 13):
+            return 1
+    elif n == 15:
+        if _name_is(p, s, e, <const unsigned char*>_DG2, 15):
+            return 2
+    elif n == 16:
+        if _name_is(p, s, e, <const unsigned char*>_DG3, 16):
+            return 3
+    elif n == 18:
+        if _name_is(p, s, e, <const unsigned char*>_DG4, 18):
+            return 4
+    elif n == 11:
+        if _name_is(p, s, e, <const unsigned char*>_DG5, 11):
+            return 5
+    return -1
+
+
+cdef inline int _num(const unsigned char* p, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    # The ASCII digits p[a:b] (at most 4 here) as an int, -1 if any is not one.
+    cdef int v = 0
+    cdef Py_ssize_t i
+    for i in range(a, b):
+        if p[i] < 48 or p[i] > 57:
+            return -1
+        v = v * 10 + (p[i] - 48)
+    return v
+
+
+cdef inline bint _leap(int y) noexcept nogil:
+    return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+
+
+cdef object _stamp_ns(const unsigned char* p, Py_ssize_t s, Py_ssize_t e):
+    cdef Py_ssize_t n = e - s
+    cdef int y, mo, d, h, mi, sec, dim, fd
+    cdef long long days, yy, secs, frac = 0
+    cdef Py_ssize_t i
+    if n < 20 or p[e - 1] != 90:  # "Z"
+        return None
+    p = p + s
+    if p[4] != 45 or p[7] != 45 or p[10] != 84 or p[13] != 58 or p[16] != 58:
+        return None
+    y = _num(p, 0, 4)
+    mo = _num(p, 5, 7)
+    d = _num(p, 8, 10)
+    h = _num(p, 11, 13)
+    mi = _num(p, 14, 16)
+    sec = _num(p, 17, 19)
+    if y < 1 or mo < 1 or mo > 12 or d < 1 or h < 0 or h > 23 or mi < 0 or mi > 59:
+        return None
+    if sec < 0 or sec > 59:
+        return None
+    dim = 29 if mo == 2 and _leap(y) else _DAYS_IN[mo]
+    if d > dim:
+        return None
+    if n > 20:
+        fd = <int>(n - 21)
+        if p[19] != 46 or fd < 1 or fd > 9:
+            return None
+        for i in range(20, n - 1):
+            if p[i] < 48 or p[i] > 57:
+                return None
+            frac = frac * 10 + (p[i] - 48)
+        frac *= _SCALE[fd]
+    yy = y - 1
+    days = yy * 365 + yy // 4 - yy // 100 + yy // 400 - 719162
+    days += _DAYS_BEFORE[mo] + (1 if mo > 2 and _leap(y) else 0) + d - 1
+    secs = ((days * 24 + h) * 60 + mi) * 60 + sec
+    if -9000000000 < secs < 9000000000:
+        return secs * 1000000000 + frac
+    # Nanoseconds fit in 64 bits only from 1677 to 2262: beyond, Python ints.
+    return <object>secs * 1000000000 + frac
+
+
+def stamp_ns(raw):
+    """``YYYY-MM-DDTHH:MM:SS[.F]Z`` as nanoseconds since the epoch (see the spec)."""
+    if type(raw) is not bytes:
+        return _spec.stamp_ns(raw)
+    return _stamp_ns(<const unsigned char*>PyBytes_AS_STRING(raw), 0, PyBytes_GET_SIZE(raw))
+
+
+def direct_headers(header):
+    """``(subject, sequence, time_ns, num_pending, last_sequence, others)`` of a
+    direct-get answer (see the spec)."""
+    if type(header) is not bytes:
+        return _spec.direct_headers(header)
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(header)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(header)
+    cdef Py_ssize_t vs_[6]
+    cdef Py_ssize_t ve_[6]
+    cdef Py_ssize_t ls, le, ks, ke, vs, ve
+    cdef int slot, k
+    cdef long others = 0
+    for k in range(6):
+        vs_[k] = -1
+        ve_[k] = -1
+    ls = _crlf(p, 0, n)
+    if ls >= 0:
+        ls += 2
+        while True:
+            if _next_line(p, n, ls, &le, &ks, &ke, &vs, &ve):
+                slot = _dg_slot(p, ks, ke)
+                if slot < 0:
+                    others += 1
+                elif vs_[slot] < 0:
+                    vs_[slot] = vs
+                    ve_[slot] = ve
+            if le >= n:
+                break
+            ls = le + 2
+    return (
+        None if vs_[0] < 0 else _text(p, vs_[0], ve_[0]),
+        -1 if vs_[1] < 0 else _u64_or_minus_one(p, vs_[1], ve_[1]),
+        None if vs_[2] < 0 else _stamp_ns(p, vs_[2], ve_[2]),
+        -1 if vs_[3] < 0 else _u64_or_minus_one(p, vs_[3], ve_[3]),
+        -1 if vs_[4] < 0 else _u64_or_minus_one(p, vs_[4], ve_[4]),
+        others,
+    )

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from jsbench import core, js, kv, obj, raw
+from jsbench import batch, core, direct, js, kv, obj, raw
 from jsbench.result import Result
 
 WorkFn = Callable[[str, int, int], Result]
@@ -422,9 +422,53 @@ def _obj() -> list[Workload]:
     ]
 
 
+def _batch() -> list[Workload]:
+    setup, check = batch.setup_batch_publish, js.check_published
+    return [
+        Workload(
+            "js-atomic-batch",
+            f"atomic batches of {batch.BATCH}, the last message commits, each batch's "
+            "PubAck awaited; nats-py: publish_async of the same bytes "
+            "(no batch API); compare js-publish-async",
+            {JSCLIENT: batch.js_atomic_batch, NATS_PY: js.py_publish_async},
+            50_000,
+            10_000,
+            setup=setup,
+            check=check,
+        ),
+        Workload(
+            "js-fast-ingest",
+            "one fast-ingest batch (server-paced flow control, no ack per message) "
+            "until its PubAck; nats-py: publish_async of the same bytes (no batch API); "
+            "compare js-publish-async",
+            {JSCLIENT: batch.js_fast_ingest, NATS_PY: js.py_publish_async},
+            50_000,
+            10_000,
+            setup=setup,
+            check=check,
+        ),
+    ]
+
+
+def _direct() -> list[Workload]:
+    return [
+        Workload(
+            "direct-get-batch",
+            "read a range of n messages (file stream): get_batch (batched direct get); "
+            f"nats-py: no batched get, its pull consumer fetch({js.BATCH}) of the range; "
+            "jsclient's own fetch is js-fetch-noack",
+            {JSCLIENT: direct.js_get_batch, NATS_PY: direct.py_fetch_range},
+            200_000,
+            20_000,
+            targets=(Target(NATS_PY, 2.0),),
+            setup=direct.setup_direct,
+        ),
+    ]
+
+
 def workloads() -> list[Workload]:
     """Every workload, in report order."""
-    return _core() + _js() + _kv() + _obj()
+    return _core() + _js() + _kv() + _obj() + _batch() + _direct()
 
 
 def by_name(name: str) -> Workload:

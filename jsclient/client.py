@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import queue
 import threading
 import time
 import weakref
@@ -45,12 +46,13 @@ _SUBJECT_CACHE_MAX = 4096
 
 
 class _InternalSub(SubState):
-    """A library-owned subscription whose handler runs on the reader thread.
+    """A library-owned subscription: its handler runs on the reader thread, or,
+    without one, its messages reach its queue in batches.
 
     Handlers must be short and never block: they hand work to other threads.
     """
 
-    def __init__(self, sid: int, subject: str, handler: Callable[[Msg], None]) -> None:
+    def __init__(self, sid: int, subject: str, handler: Callable[[Msg], None] | None) -> None:
         super().__init__(sid, 1 << 62, 1 << 62, 0, handler)
         self.subject = subject
         self.queue = None
@@ -354,6 +356,20 @@ class Client:
         self._subs[sid] = _InternalSub(sid, subject, handler)
         self._w.send_nowait(commands.sub(subject, None, sid))
         return sid
+
+    def _subscribe_batched(self, subject: str, q: queue.SimpleQueue[Any]) -> Any:
+        """Library subscription whose messages are put on ``q`` as the reader
+        routes them: one ``(messages, payload bytes)`` item per batch, no code
+        run per message on the reader thread. What arrives must be bounded by
+        the caller (a pull's size): no pending limit applies. Returns the
+        reader-side state (``sid``; ``_received`` counts what arrived)."""
+        self._check_open()
+        sid = next(self._sid)
+        sub = _InternalSub(sid, subject, None)
+        sub._q = q
+        self._subs[sid] = sub
+        self._w.send_nowait(commands.sub(subject, None, sid))
+        return sub
 
     def _move_subscription(self, sub: Any, subject: str) -> None:
         """Re-point a subscription at another subject, keeping its sid and queue.

@@ -17,6 +17,7 @@ from jsclient.jetstream._fetch import ErrorCallback, wait_read
 from jsclient.jetstream._pull_engine import (
     STOP,
     WAIT_SLICE,
+    Inbox,
     Terminal,
 )
 from jsclient.msg import Msg
@@ -34,7 +35,7 @@ class Source(Protocol):
     def stop(self) -> None: ...
 
 
-SourceFactory = Callable[["queue.SimpleQueue[Any]", Callable[[BaseException], None]], Source]
+SourceFactory = Callable[[Inbox, Callable[[BaseException], None]], Source]
 
 
 class _Reporter:
@@ -72,7 +73,7 @@ class ConsumeContext:
         error_cb: ErrorCallback | None,
         name: str,
     ) -> None:
-        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._q = Inbox()
         self._report = _Reporter(client, error_cb)
         self._callback = callback
         self._stopped = False
@@ -89,14 +90,22 @@ class ConsumeContext:
 
     def _run(self) -> None:
         get = self._q.get
+        local = self._q.local
+        popleft = local.popleft
         process = self._source.process
         callback = self._callback
         try:
             while not self._stopped:
-                try:
-                    item = get(True, WAIT_SLICE)
-                except queue.Empty:
-                    continue
+                if local:
+                    item = popleft()
+                else:
+                    try:
+                        item = get(True, WAIT_SLICE)
+                    except queue.Empty:
+                        continue
+                    if item.__class__ is tuple and item[0].__class__ is list:
+                        local.extend(item[0])  # a batch the reader routed
+                        item = popleft()
                 if item is STOP:
                     break
                 try:
@@ -177,7 +186,7 @@ class MessagesContext:
         make_source: SourceFactory,
         error_cb: ErrorCallback | None,
     ) -> None:
-        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._q = Inbox()
         self._report = _Reporter(client, error_cb)
         self._stopped = False
         self._closed = False
@@ -209,20 +218,27 @@ class MessagesContext:
         if self._closed:
             raise errors.MsgIteratorClosedError()
         get = self._q.get
+        local = self._q.local
         process = self._source.process
         deadline = None if timeout is None else _mono() + timeout
         wait = WAIT_SLICE
         self._reading += 1
         try:
             while True:
-                if deadline is not None:
-                    wait = min(WAIT_SLICE, deadline - _mono())
-                    if wait <= 0:
-                        raise errors.TimeoutError()
-                try:
-                    item = get(True, wait)
-                except queue.Empty:
-                    continue
+                if local:
+                    item = local.popleft()
+                else:
+                    if deadline is not None:
+                        wait = min(WAIT_SLICE, deadline - _mono())
+                        if wait <= 0:
+                            raise errors.TimeoutError()
+                    try:
+                        item = get(True, wait)
+                    except queue.Empty:
+                        continue
+                    if item.__class__ is tuple and item[0].__class__ is list:
+                        local.extend(item[0])  # a batch the reader routed
+                        item = local.popleft()
                 if item is STOP or self._stopped:
                     self._close()
                     raise errors.MsgIteratorClosedError()
@@ -238,8 +254,41 @@ class MessagesContext:
         finally:
             self._reading -= 1
 
+    def _next_batch(self, timeout: float, out: list[Any]) -> None:
+        """For library readers of an ordered consumer (KV scans and watchers),
+        which take a whole routed batch at a time: wait up to ``timeout`` for the
+        next item and append what it delivers to ``out`` (see
+        ``_OrderedSource.process_batch``). TimeoutError when nothing came,
+        MsgIteratorClosedError once stopped; a terminal error is raised with
+        ``out`` holding what came before it. Not to be mixed with ``next``."""
+        if self._closed:
+            raise errors.MsgIteratorClosedError()
+        self._reading += 1
+        try:
+            try:
+                item = self._q.get(True, timeout)
+            except queue.Empty:
+                raise errors.TimeoutError() from None
+            if item is STOP or self._stopped:
+                self._close()
+                raise errors.MsgIteratorClosedError()
+            source: Any = self._source
+            try:
+                if item.__class__ is tuple and item[0].__class__ is list:
+                    source.process_batch(item[0], out)
+                else:
+                    source.process(item)  # a control item: it delivers nothing
+            except Terminal as t:
+                self._error = t.error
+                self._close()
+                raise t.error from None
+            self._taken_at = _mono()
+        finally:
+            self._reading -= 1
+
     def _close(self) -> None:
         self._closed = True
+        self._q.local.clear()
         self._source.stop()
         self._client._drainables.discard(self)
 

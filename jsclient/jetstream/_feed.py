@@ -4,14 +4,13 @@ session on a dedicated inbox, driven by the consuming thread (see
 
 from __future__ import annotations
 
-import queue
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
 from jsclient._threads import TimerHandle
-from jsclient.msg import Msg
+from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
     pass
@@ -26,6 +25,7 @@ from jsclient.jetstream._pull_engine import (
     RESET,
     TERMINAL,
     Engine,
+    Inbox,
     PullOptions,
     Terminal,
     status_error,
@@ -61,7 +61,7 @@ class Feed:
         self,
         engine: Engine,
         opts: PullOptions,
-        q: queue.SimpleQueue[Any],
+        q: Inbox,
         report: Any,
     ) -> None:
         self.engine = engine
@@ -85,6 +85,8 @@ class Feed:
         self.reconnects = 0
         self.prefix = ""
         self.sid = 0
+        self._sub: Any = None
+        self._seen = 0  # messages the inbox had received at the last heartbeat check
         self._timer: TimerHandle | None = None
 
     # -- lifecycle (caller's thread) -----------------------------------------
@@ -92,7 +94,8 @@ class Feed:
     def start(self) -> None:
         client = self.engine.client
         self.prefix = client.new_inbox() + "."
-        self.sid = client._subscribe_internal(self.prefix + "*", self._on_msg)
+        self._sub = client._subscribe_batched(self.prefix + "*", self.q)
+        self.sid = self._sub.sid
         client._add_listener(self._on_conn)
         self._timer = client._scheduler.call_later(self.opts.heartbeat, self._watch)
         self.engine.feed = self
@@ -116,12 +119,6 @@ class Feed:
         client._remove_listener(self._on_conn)
         client._unsubscribe_internal(self.sid)
 
-    # -- reader thread -----------------------------------------------------
-
-    def _on_msg(self, msg: Msg) -> None:
-        self.last = _mono()
-        self.q.put(msg)
-
     # -- callback / timer threads ------------------------------------------------
 
     def _on_conn(self, event: str) -> None:
@@ -139,6 +136,7 @@ class Feed:
         if self.stopped:
             return
         hb = self.opts.heartbeat
+        self._touch()
         # Only a caught-up consumer can miss a heartbeat: with items still queued
         # the silence may be ours (a status not yet processed, so no re-pull yet).
         # While disconnected the timer is paused (no re-pulls), except for one
@@ -175,6 +173,38 @@ class Feed:
             return msg
         return self._on_control(item[0])
 
+    def process_batch(self, batch: list[Msg], out: list[Msg]) -> None:
+        """``process`` for each message of a batch the reader routed, in order,
+        appending the messages for the user to ``out``; plain messages (no
+        header block: no status, no pin) take a short path in this one loop.
+        Stops early when a status stopped this feed (the rest is moot)."""
+        counter = self.counter
+        on_message = counter.on_message
+        next_pull = counter.next_pull
+        ack_none = self.ack_none
+        append = out.append
+        delivered = 0
+        try:
+            for msg in batch:
+                if msg._hdr is None:
+                    if ack_none:
+                        msg._ackd = ACK_NONE_POLICY
+                    on_message(msg.size)
+                    delivered += 1
+                    if not self.paused:
+                        req = next_pull()
+                        if req is not None:
+                            self._pull(req[0], req[1])
+                    append(msg)
+                else:
+                    m = self.process(msg)
+                    if m is not None:
+                        append(m)
+                    elif self.stopped:
+                        return
+        finally:
+            self.delivered += delivered
+
     def _on_control(self, kind: int) -> Msg | None:
         if self.stopped:
             return None
@@ -199,6 +229,14 @@ class Feed:
         self._restart()
         if self.opts.err_on_missing_heartbeat:
             raise errors.NoHeartbeatError()
+
+    def _touch(self) -> None:
+        """Note the time if the inbox received anything since the last look
+        (the reader counts what it routes; it runs no code of ours per message)."""
+        received = self._sub._received
+        if received != self._seen:
+            self._seen = received
+            self.last = _mono()
 
     def _restart(self) -> None:
         """Forget every open pull (they are gone) and pull afresh."""
@@ -276,6 +314,8 @@ class Feed:
     # -- any thread ----------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
+        if self._sub is not None:
+            self._touch()
         counter = self.counter
         pending = counter.bytes if self.bytes_mode else counter.msgs
         # Estimate: the server serves pulls roughly in order, so the newest pulls

@@ -18,9 +18,10 @@ Two kinds of session share this machinery:
   one consumer instance each get an inbox of their own (user messages carry no
   token, so a shared inbox could not keep them apart).
 - ``Feed`` (in :mod:`jsclient.jetstream._feed`; ``consume``, ``messages``):
-  continuous pulling on a dedicated inbox. The reader thread only stamps the time
-  and queues each message; the consuming thread (the consume dispatcher, or the
-  caller of ``messages().next``) does the ADR-37 pending accounting, status handling
+  continuous pulling on a dedicated inbox. The reader thread runs no code of
+  its own per message: it queues what it routed from one read as one batch (see
+  :class:`Inbox`); the consuming thread (the consume dispatcher, or the caller
+  of ``messages().next``) does the ADR-37 pending accounting, status handling
   and re-pulls. All counter changes thus happen on one thread and need no lock, and
   the buffer stays bounded by ``max_messages``/``max_bytes`` because pending falls
   only as the consumer takes messages. The heartbeat watchdog (on the connection's
@@ -32,7 +33,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import queue
 import weakref
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +72,37 @@ PIN_HDR = b"Nats-Pin-Id"
 
 #: Queued by stop()/drain() to wake the consuming thread.
 STOP = object()
+
+
+class Inbox(queue.SimpleQueue[Any]):
+    """What a continuous pull hands its consuming thread: batches of messages
+    as the reader routed them (``(messages, payload bytes)``, one put per read),
+    control items, and :data:`STOP`.
+
+    The consuming thread moves a batch into ``local`` and takes the messages
+    from there one by one, so ``empty()`` is true only when nothing at all is
+    waiting (the heartbeat watchdog asks it).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local: deque[Any] = deque()
+
+    def empty(self) -> bool:
+        return not self.local and super().empty()
+
+
+def take(inbox: Inbox, timeout: float) -> Any:
+    """The next item of ``inbox`` (a message, a control item or STOP), waiting
+    up to ``timeout`` seconds (``queue.Empty`` then)."""
+    local = inbox.local
+    if local:
+        return local.popleft()
+    item = inbox.get(True, timeout)
+    if item.__class__ is tuple and item[0].__class__ is list:
+        local.extend(item[0])
+        return local.popleft()
+    return item
 
 
 class Terminal(Exception):

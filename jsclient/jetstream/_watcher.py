@@ -12,14 +12,15 @@ Once every message that matched when the watch began has been handed out, the
 watcher gives one ``None``: at once when the consumer reported none pending,
 otherwise after the message whose delivery left none pending (the ack reply's
 pending count). Memory is bounded by one pull batch whatever the bucket holds.
-A subclass turns each message into an item (:meth:`Watcher._item`), or into
-``None`` to leave it out.
+A subclass turns the messages of each routed batch into its items
+(:meth:`Watcher._fill`), leaving out those it does not want.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -29,7 +30,6 @@ from jsclient.api import DeliverPolicy
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
-    from jsclient.jetstream.ordered import OrderedConsumer
     from jsclient.msg import Msg
 
 T = TypeVar("T")
@@ -77,7 +77,7 @@ class Watcher(Generic[T]):
             policy, start = DeliverPolicy.ALL, None
         else:
             policy, start = DeliverPolicy.LAST_PER_SUBJECT, None
-        oc: OrderedConsumer = js.ordered_consumer(
+        oc = js.ordered_consumer(
             stream,
             filter_subjects=subjects,
             deliver_policy=policy,
@@ -90,9 +90,16 @@ class Watcher(Generic[T]):
         # restart in the middle does not hand out every older message since.
         self._last_rev = 0
         info = oc.cached_info
-        self._initial_done = updates_only
-        self._marker_due = not updates_only and not (info and info.num_pending)
-        oc._keep_start = policy is DeliverPolicy.LAST_PER_SUBJECT and not self._marker_due
+        # Items made ready and not handed out yet (at most one routed batch),
+        # with the None marker in its place; what ended the watch, once they are out.
+        self._ready: deque[T | None] = deque()
+        self._buf: list[tuple[Msg, int, int, int]] = []
+        self._error: BaseException | None = None
+        marker_now = not updates_only and not (info and info.num_pending)
+        self._initial_done = updates_only or marker_now
+        if marker_now:
+            self._ready.append(None)
+        oc._keep_start = policy is DeliverPolicy.LAST_PER_SUBJECT and not marker_now
         self._serial = oc._serial
         self._stopped = False
         self._it = oc.messages(
@@ -105,7 +112,9 @@ class Watcher(Generic[T]):
                 self.stop()
                 raise TypeError("cb must be callable")
             self._thread = threading.Thread(
-                target=self._run_callback, name=f"jsclient-{self._area}-watch-{bucket}", daemon=True
+                target=self._run_callback,
+                name=f"jsclient-{self._area}-watch-{bucket}",
+                daemon=True,
             )
             self._thread.start()
 
@@ -136,24 +145,23 @@ class Watcher(Generic[T]):
             raise TypeError("a watcher with a callback delivers to it, not to next()")
         return self._next(timeout)
 
-    def _item(self, msg: Msg, seq: int, pending: int, ts: int) -> T | None:
-        """The item for a message (its stream sequence, the consumer's pending count
-        and its time in ns), or None to leave it out."""
-        raise NotImplementedError
-
     def _next(self, timeout: float | None) -> T | None:
-        if self._marker_due:
-            self._marker_due = False
-            self._initial_done = True
-            return None
+        ready = self._ready
+        if ready:
+            return ready.popleft()
+        if self._stopped:
+            raise errors.MsgIteratorClosedError()
+        if self._error is not None:
+            raise self._error
         deadline = None if timeout is None else _mono() + timeout
-        it = self._it
+        next_batch = self._it._next_batch
+        buf = self._buf
         while True:
             wait = _SLICE if deadline is None else min(_SLICE, deadline - _mono())
             if wait <= 0:
                 raise errors.TimeoutError()
             try:
-                msg = it.next(wait)
+                next_batch(wait, buf)
             except errors.TimeoutError:
                 if self._stopped:
                     raise errors.MsgIteratorClosedError() from None
@@ -162,24 +170,23 @@ class Watcher(Generic[T]):
                     self._oc._keep_start = False
                     return None
                 continue
-            # The ordered consumer has just checked it on this thread: its
-            # sequence, pending count and time are the ordered consumer's last.
-            oc = self._oc
-            sseq = oc._last_sseq
-            pending = oc._last_pending
-            if pending == 0 and not self._initial_done:
-                self._marker_due = True
-                oc._keep_start = False
-            item = None if sseq <= self._last_rev else self._item(msg, sseq, pending, oc._last_ts)
-            if item is None:
-                # Had already (a reset started again), or not wanted.
-                if self._marker_due:
-                    self._marker_due = False
-                    self._initial_done = True
-                    return None
-                continue
-            self._last_rev = sseq
-            return item
+            except errors.Error as exc:
+                if not buf:
+                    raise
+                self._error = exc  # raised once what came before it is out
+            if buf:
+                self._fill(buf)
+                if ready:
+                    return ready.popleft()
+            if self._error is not None:
+                raise self._error
+
+    def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:
+        """Turn what the ordered consumer delivered (each message with its stream
+        sequence, pending count and time in ns) into items on ``_ready``, and the
+        None marker after the one that left none pending while the initial items
+        were due; then clear ``buf``. Each kind of watcher has its own."""
+        raise NotImplementedError
 
     def _reset_left_nothing(self) -> bool:
         """After a reset: does the new consumer have nothing more to deliver?"""
@@ -217,6 +224,7 @@ class Watcher(Generic[T]):
         if self._stopped:
             return
         self._stopped = True
+        self._ready.clear()
         self._it.stop()
         oc = self._oc
         threading.Thread(

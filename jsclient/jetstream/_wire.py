@@ -3,7 +3,7 @@
 One decoder for every API answer (a JSON object, or the typed error its
 ``error`` object names), one PubAck parser (the common ack is read by the
 C-accelerated ``jsack.pub_ack_fields``; this runs on the reader thread once
-per async publish), one place that turns publish options into headers.
+per async publish), one place that turns publish options (and a per-message TTL) into headers.
 """
 
 from __future__ import annotations
@@ -33,6 +33,24 @@ EXPECTED_STREAM = "Nats-Expected-Stream"
 EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
 EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+TTL = "Nats-TTL"
+
+
+def ttl_value(ttl: float | str) -> str:
+    """A per-message TTL (ADR-43) as the ``Nats-TTL`` header gives it.
+
+    Seconds (at least one; the server keeps whole seconds) or ``"never"``
+    (the message outlives the stream's max_age).
+    """
+    if isinstance(ttl, str):
+        if ttl.lower() == "never":
+            return "never"
+        raise ValueError(f"a TTL must be seconds or 'never', got {ttl!r}")
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl >= 1:
+        raise ValueError(f"a TTL must be at least 1 second, got {ttl!r}")
+    if ttl == int(ttl):
+        return f"{int(ttl)}s"
+    return f"{round(ttl * 1000)}ms"
 
 
 def decode_api(data: bytes, what: str) -> dict[str, Any]:
@@ -93,6 +111,7 @@ def pub_headers(
     expected_last_seq: int | None,
     expected_last_subject_seq: int | None,
     expected_last_msg_id: str | None,
+    ttl: float | str | None = None,
 ) -> HeadersIn | None:
     if (
         msg_id is None
@@ -100,6 +119,7 @@ def pub_headers(
         and expected_last_seq is None
         and expected_last_subject_seq is None
         and expected_last_msg_id is None
+        and ttl is None
     ):
         return headers
     h: dict[str, Any] = dict(headers) if headers else {}
@@ -113,4 +133,6 @@ def pub_headers(
         h[EXPECTED_LAST_SUBJECT_SEQ] = str(int(expected_last_subject_seq))
     if expected_last_msg_id is not None:
         h[EXPECTED_LAST_MSG_ID] = expected_last_msg_id
+    if ttl is not None:
+        h[TTL] = ttl_value(ttl)
     return h

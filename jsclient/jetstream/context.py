@@ -20,6 +20,7 @@ from nats.nuid import NUID
 from jsclient import errors
 from jsclient.api import AccountInfo, ConsumerInfo, DeliverPolicy, PubAck, StreamInfo
 from jsclient.jetstream._async_pub import AsyncPublisher
+from jsclient.jetstream._messages import MessagesManager
 from jsclient.jetstream._names import (
     ConsumerConfigLike,
     StreamConfigLike,
@@ -54,12 +55,14 @@ DEFAULT_PREFIX = "$JS.API"
 _DEFAULT = object()
 
 
-class JetStream(KeyValueManager, ObjectStoreManager):
+class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager):
     """Entry point to JetStream on one connection; get it with ``nc.jetstream()``.
 
     Key-Value buckets: ``create_key_value``, ``key_value`` and the rest (see
     :mod:`jsclient.jetstream.kv`); object stores: ``create_object_store``,
     ``object_store`` and the rest (see :mod:`jsclient.jetstream.obj`).
+    Schedules, counters and batch publish of servers 2.11-2.14: see
+    :mod:`jsclient.jetstream._messages`.
 
     ``domain`` addresses another JetStream domain (API prefix ``$JS.<domain>.API``);
     ``timeout`` bounds every API request and the default ``publish`` wait.
@@ -382,13 +385,16 @@ class JetStream(KeyValueManager, ObjectStoreManager):
         expected_last_seq: int | None = None,
         expected_last_subject_seq: int | None = None,
         expected_last_msg_id: str | None = None,
+        ttl: float | str | None = None,
         timeout: float | None = None,
     ) -> PubAck:
         """Publish to a stream and wait for its ack.
 
         A 503 (no stream listening yet) is retried twice, 250 ms apart, within
         ``timeout`` (default: the context's), then NoStreamResponseError. A failed
-        expectation raises its API error (WrongLastSequenceError, ...).
+        expectation raises its API error (WrongLastSequenceError, ...). ``ttl``
+        (seconds, or ``"never"``; server 2.11, a stream with ``allow_msg_ttl``)
+        removes the message after that long.
         """
         hdrs = pub_headers(
             headers,
@@ -397,7 +403,10 @@ class JetStream(KeyValueManager, ObjectStoreManager):
             expected_last_seq,
             expected_last_subject_seq,
             expected_last_msg_id,
+            ttl,
         )
+        if ttl is not None:  # after the TTL's own check: bad input asks nothing
+            self._require_api_level(1, "per-message TTL")
         total = self._timeout if timeout is None else timeout
         deadline = time.monotonic() + total
         request = self._client.request
@@ -429,6 +438,7 @@ class JetStream(KeyValueManager, ObjectStoreManager):
         expected_last_seq: int | None = None,
         expected_last_subject_seq: int | None = None,
         expected_last_msg_id: str | None = None,
+        ttl: float | str | None = None,
         ack_timeout: float | None = None,
         timeout: float | None = None,
     ) -> Future[PubAck]:
@@ -452,7 +462,10 @@ class JetStream(KeyValueManager, ObjectStoreManager):
             expected_last_seq,
             expected_last_subject_seq,
             expected_last_msg_id,
+            ttl,
         )
+        if ttl is not None:  # after the TTL's own check: bad input asks nothing
+            self._require_api_level(1, "per-message TTL")
         # Encoded once: retries re-send the same bytes.
         return self._async.publish(
             subject, payload, encode_headers(hdrs) if hdrs else None, ack_timeout

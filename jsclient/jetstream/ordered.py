@@ -22,7 +22,6 @@ delivered out of order).
 from __future__ import annotations
 
 import datetime as _dt
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from jsclient.jetstream._pull_engine import (
     NO_RESPONDERS,
     TERMINAL,
     Engine,
+    Inbox,
     PullOptions,
     Terminal,
     continuous_options,
@@ -249,7 +249,9 @@ class OrderedConsumer:
         message is checked: a reader on the consuming thread needs no second parse.
         """
         try:
-            _stream, consumer, _dlv, sseq, cseq, ts, pending, _domain = _parse_jsack(msg.reply)
+            _stream, consumer, _dlv, sseq, cseq, ts, pending, _domain = _parse_jsack(
+                msg.reply, self.stream_name, self._name
+            )
         except errors.Error:
             return None
         if consumer != self._name:
@@ -328,7 +330,7 @@ class OrderedConsumer:
             batch.abandon()
             self._needs_reset = True
 
-        def make(q: queue.SimpleQueue[Any], report: Callable[[BaseException], None]) -> Any:
+        def make(q: Inbox, report: Callable[[BaseException], None]) -> Any:
             return _OrderedSource(self, opts, q, report)
 
         return make
@@ -499,7 +501,7 @@ class _OrderedSource:
         self,
         oc: OrderedConsumer,
         opts: PullOptions,
-        q: queue.SimpleQueue[Any],
+        q: Inbox,
         report: Callable[[BaseException], None],
     ) -> None:
         self.oc = oc
@@ -550,6 +552,49 @@ class _OrderedSource:
         if feed is None or origin is not feed:
             return None
         return feed.process(item)
+
+    def process_batch(self, batch: list[Msg], out: list[tuple[Msg, int, int, int]]) -> None:
+        """``process`` for every message of a batch the reader routed, in order:
+        each one delivered in order is appended to ``out`` as ``(message, stream
+        sequence, pending, timestamp ns)``. One loop instead of a call chain per
+        message, for library readers that take whole batches (KV scans and
+        watchers). A gap stops it (the rest is the old consumer's) and resets;
+        a :class:`Terminal` propagates with ``out`` holding what came before."""
+        feed = self.feed
+        if feed is None or not batch or batch[0].sid != feed.sid:
+            return  # a batch is one inbox's: this one a replaced consumer's
+        ready: list[Msg] = []
+        try:
+            feed.process_batch(batch, ready)
+        finally:
+            self._check_batch(ready, out)
+
+    def _check_batch(self, ready: list[Msg], out: list[tuple[Msg, int, int, int]]) -> None:
+        oc = self.oc
+        name = oc._name
+        stream = oc.stream_name
+        last = oc._last_cseq
+        append = out.append
+        parse = _parse_jsack
+        gap = False
+        for m in ready:
+            try:
+                _s, consumer, _dlv, sseq, cseq, ts, pending, _dom = parse(m.reply, stream, name)
+            except errors.Error:
+                continue
+            if consumer != name:
+                continue
+            if cseq != last + 1:
+                gap = True
+                break
+            last = cseq
+            append((m, sseq, pending, ts))
+        # What was delivered is recorded before any reset reads it.
+        if last != oc._last_cseq:
+            oc._last_cseq = last
+            _m, oc._last_sseq, oc._last_pending, oc._last_ts = out[-1]
+        if gap:
+            self.reset()
 
     def reset(self) -> None:
         """Replace the server-side consumer on a helper thread (consuming thread only)."""

@@ -77,6 +77,7 @@ from jsclient.jetstream._flight import (
 from jsclient.jetstream._settle import FlightsRunner
 from jsclient.jetstream._window import Window
 from jsclient.jetstream._wire import pub_headers as _pub_headers
+from jsclient.jetstream._wire import ttl_value as _ttl_value
 from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ __all__ = [
 # Options passed through to JetStream.publish_async; the publisher owns the ack wait.
 _PUBLISH_OPTIONS = frozenset(
     ("msg_id", "expected_stream", "expected_last_seq", "expected_last_subject_seq")
-) | {"expected_last_msg_id"}
+) | {"expected_last_msg_id", "ttl"}
 _MSG_ID = "Nats-Msg-Id"
 _BATCH = 128  # queued messages the publish runner takes per lock acquisition
 
@@ -246,12 +247,17 @@ class Publisher(FlightsRunner):
     ) -> Flight:
         """Queue a message; returns its Flight, a Future[Flight] done once it is published.
 
-        ``publish_options`` are ``JetStream.publish_async``'s ``msg_id`` and
-        ``expected_*`` options. Raises PublisherClosedError after drain()/stop().
+        ``publish_options`` are ``JetStream.publish_async``'s ``msg_id``,
+        ``expected_*`` and ``ttl`` options. Raises PublisherClosedError after
+        drain()/stop().
         """
-        if publish_options and not _PUBLISH_OPTIONS.issuperset(publish_options):
-            bad = sorted(set(publish_options) - _PUBLISH_OPTIONS)
-            raise TypeError(f"Publisher.publish_async() got unexpected options {bad}")
+        if publish_options:
+            if not _PUBLISH_OPTIONS.issuperset(publish_options):
+                bad = sorted(set(publish_options) - _PUBLISH_OPTIONS)
+                raise TypeError(f"Publisher.publish_async() got unexpected options {bad}")
+            if publish_options.get("ttl") is not None:
+                _ttl_value(publish_options["ttl"])  # bad input raises here, not on a runner
+                self._js._require_api_level(1, "per-message TTL")
         if self._closed:
             raise PublisherClosedError("nats: cannot publish once the publisher is closed")
         # Ids must be unique (with retries they are Nats-Msg-Ids); next() on an
@@ -530,6 +536,7 @@ class Publisher(FlightsRunner):
                 opts.get("expected_last_seq"),
                 opts.get("expected_last_subject_seq"),
                 opts.get("expected_last_msg_id"),
+                opts.get("ttl"),
             )
             flight._hdr = encode_headers(merged) if merged else None
         except (errors.Error, TypeError, ValueError) as exc:

@@ -7,7 +7,7 @@ the pull engine in :mod:`jsclient.jetstream._pull_engine`. The class provides
 Threads: ``consume`` runs the callback on a dispatcher thread of its own
 (``jsclient-consume-<consumer>``), never on the socket reader; ``messages``
 hands messages to whichever thread calls ``next`` (one at a time). Either
-thread receives messages from the reader through a ``queue.SimpleQueue``.
+thread receives messages from the reader through a queue, one batch per read.
 
 Concurrency on one consumer instance: fetches, consumes and ``messages``
 iterators may run side by side; each gets an inbox of its own (fetches borrow
@@ -17,7 +17,6 @@ share the consumer's messages as the server hands them out.
 
 from __future__ import annotations
 
-import queue
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ from jsclient.jetstream._feed import Feed
 from jsclient.jetstream._pull_engine import (
     BYTES_MODE_BATCH,
     Engine,
+    Inbox,
     PullOptions,
     ack_none,
     continuous_options,
@@ -134,7 +134,7 @@ class PullConsumerMixin:
     def _make_feed(self, opts: PullOptions) -> SourceFactory:
         engine = self._pull_engine()
 
-        def make(q: queue.SimpleQueue[Any], report: Callable[[BaseException], None]) -> Source:
+        def make(q: Inbox, report: Callable[[BaseException], None]) -> Source:
             return Feed(engine, opts, q, report)
 
         return make

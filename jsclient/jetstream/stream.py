@@ -6,18 +6,22 @@ with the message itself) when the stream allows it, else ``STREAM.MSG.GET``
 ``RawStreamMsg``: the stream's own bookkeeping headers that direct get adds
 (``Nats-Stream``, ``Nats-Sequence``, ...) are moved into the fields, so
 ``headers`` holds only what the publisher sent.
+
+``get_batch`` and ``get_last_msgs_for`` are the batched direct gets of server
+2.11 (ADR-31, see :mod:`._direct`): iterators of the same ``RawStreamMsg``.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import ConsumerInfo, RawStreamMsg, StreamInfo
+from jsclient.jetstream import _direct
 from jsclient.protocol import headers as _headers
 
 if TYPE_CHECKING:
@@ -165,6 +169,117 @@ class Stream:
             stream=multi.get(_DIRECT_STREAM, [self.name])[0],
             time=_parse_time(multi.get(_DIRECT_TIME, [None])[0]),
         )
+
+    # -- batched direct gets (server 2.11+) -----------------------------------
+
+    def get_batch(
+        self,
+        *,
+        seq: int | None = None,
+        start_time: datetime | None = None,
+        subject: str | None = None,
+        batch: int = 100,
+        max_bytes: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[RawStreamMsg]:
+        """Up to ``batch`` stored messages in sequence order, read by direct get (ADR-31).
+
+        The read starts at sequence ``seq``, or at the first message stored at
+        or after ``start_time`` (a datetime; naive means UTC), or at the
+        stream's first message. ``subject`` keeps only messages on that subject
+        (wildcards allowed). ``batch`` is the number of messages wanted in all:
+        the iterator asks the server page by page (at most 10,000 messages and
+        8 MiB a page) until it has them, the server has no more, or
+        ``max_bytes`` bytes (subjects, headers and payloads as stored; the
+        message that reaches the limit is included) have been read. It holds
+        at most one page and asks for the next when the last is taken, so a
+        slow loop loses nothing. Nothing matching is an empty iterator.
+
+        ``timeout`` (default: the context's) bounds each wait for the server.
+        The stream must allow direct gets (DirectGetNotAllowedError) on a
+        server 2.11 or later (BatchGetNotSupportedError).
+        """
+        _direct.check_count("batch", batch)
+        _direct.check_count("max_bytes", max_bytes, optional=True)
+        _direct.check_count("seq", seq, optional=True)
+        if seq is not None and start_time is not None:
+            raise ValueError("nats: get_batch takes seq or start_time, not both")
+        req: dict[str, Any] = {}
+        if start_time is not None:
+            req["start_time"] = _direct.rfc3339(start_time)
+        elif seq is not None or subject is None:
+            req["seq"] = seq or 1
+        if subject is not None:
+            _direct.check_subject("subject", subject)
+            req["next_by_subj"] = subject
+        read = _direct.DirectRead(
+            self._js, self.name, req, limit=batch, max_bytes=max_bytes, timeout=timeout
+        )
+        return self._stream_msgs(read)
+
+    def get_last_msgs_for(
+        self,
+        subjects: str | Iterable[str],
+        *,
+        up_to_seq: int | None = None,
+        up_to_time: datetime | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[RawStreamMsg]:
+        """The last message of every subject matching ``subjects`` (wildcards
+        allowed), in sequence order, as one point-in-time read (ADR-31 multi get).
+
+        With ``up_to_seq`` (or ``up_to_time``, a datetime; naive means UTC) it
+        is the last of each subject at that sequence (stored before that time).
+        Pages of at most 10,000 messages and 8 MiB are read at the same
+        sequence, so the whole answer is consistent. The server answers at most
+        1024 subjects: more raise TooManyResultsError (code 413) before any is
+        sent, since the server counts every match first. Nothing matching is an
+        empty iterator.
+        """
+        subs = [subjects] if isinstance(subjects, str) else list(subjects)
+        if not subs:
+            raise ValueError("nats: get_last_msgs_for needs at least one subject")
+        for s in subs:
+            _direct.check_subject("subjects", s)
+        _direct.check_count("up_to_seq", up_to_seq, optional=True)
+        if up_to_seq is not None and up_to_time is not None:
+            raise ValueError("nats: get_last_msgs_for takes up_to_seq or up_to_time, not both")
+        req: dict[str, Any] = {"multi_last": subs}
+        if up_to_seq is not None:
+            req["up_to_seq"] = up_to_seq
+        if up_to_time is not None:
+            req["up_to_time"] = _direct.rfc3339(up_to_time)
+        read = _direct.DirectRead(
+            self._js, self.name, req, limit=None, max_bytes=None, timeout=timeout
+        )
+        return self._stream_msgs(read)
+
+    def _stream_msgs(self, read: _direct.DirectRead) -> Iterator[RawStreamMsg]:
+        fields = _direct._direct_headers
+        to_datetime = _direct.ns_datetime
+        name = self.name
+        for msg in read.messages():
+            raw = msg._hdr
+            assert raw is not None  # messages() yields only answers with headers
+            subject, seq, ns, _pending, _last, others = fields(raw)
+            hdrs = headers = None
+            if others:  # the publisher's own headers
+                multi = _headers.decode(raw)[2]
+                user = {k: v for k, v in multi.items() if k not in _DIRECT_META}
+                if user:
+                    hdrs = _headers.encode(user)
+                    headers = _first_values(user)
+            yield RawStreamMsg(
+                subject=subject,
+                seq=seq if seq >= 0 else None,
+                data=msg.data,
+                hdrs=hdrs,
+                headers=headers,
+                stream=name,
+                time=to_datetime(ns)
+                if ns is not None
+                else _parse_time(_direct._header_value(raw, _DIRECT_TIME)),
+            )
 
     # -- consumers of this stream --------------------------------------------
 

@@ -25,6 +25,10 @@ Rules (the Cython twin follows them to the character):
   above 18446744073709551615 (uint64) is rejected as an overflow.
 - Anything invalid raises :class:`jsclient.errors.InvalidJSAckError`, whose
   message names the problem.
+- ``parse_jsack(reply, stream, consumer)``: a reader that knows which stream
+  and consumer to expect passes their names; a token equal to one is returned
+  as that very object (no new string per message). The result compares equal
+  either way.
 
 ``pub_ack_fields(data)`` is the fast path for a JetStream publish
 acknowledgement (the server's reply to a publish, read once per published
@@ -81,8 +85,13 @@ def _u64(tok: str, what: str, reply: str) -> int:
     raise InvalidJSAckError(f"nats: invalid {what} {tok[:32]!r} in ack subject {reply[:120]!r}")
 
 
-def parse_jsack(reply: str) -> JSAck:
-    """Parse a ``$JS.ACK`` reply subject (v1 or v2) into its delivery metadata."""
+def parse_jsack(
+    reply: str, stream_hint: str | None = None, consumer_hint: str | None = None
+) -> JSAck:
+    """Parse a ``$JS.ACK`` reply subject (v1 or v2) into its delivery metadata.
+
+    ``stream_hint``/``consumer_hint``: the names expected, returned in place of
+    equal tokens."""
     toks = reply.split(".")
     n = len(toks)
     if n < 2 or toks[0] != "$JS" or toks[1] != "ACK":
@@ -105,6 +114,10 @@ def parse_jsack(reply: str) -> JSAck:
         raise InvalidJSAckError(f"nats: empty stream name in ack subject {reply[:120]!r}")
     if not consumer:
         raise InvalidJSAckError(f"nats: empty consumer name in ack subject {reply[:120]!r}")
+    if stream == stream_hint:
+        stream = stream_hint
+    if consumer == consumer_hint:
+        consumer = consumer_hint
     return (
         stream,
         consumer,

@@ -2,10 +2,18 @@
 
 Planning (on the driver) takes one ``STREAM.INFO`` snapshot and clips the
 stream's ``[first_seq, last_seq]`` by ``startSeq``/``endSeq`` and by
-``startTime``/``endTime`` (resolved to sequences with a short-lived consumer
-that starts at that time), then splits it into contiguous inclusive ranges.
+``startTime``/``endTime`` (resolved to sequences by a direct get at that time
+where the stream allows direct gets, else with a short-lived consumer that
+starts at that time), then splits it into contiguous inclusive ranges.
 
-Reading a range (on an executor) uses an ephemeral pull consumer (ack policy
+With ``readMode=direct`` a range is read by batched direct gets (ADR-31,
+server 2.11+) where the stream allows direct gets and the read has at most one
+subject filter: pages of ``batchSize`` messages from the range's first
+sequence, nothing created on the server, answered by any replica. Measured on
+one 2-core machine (server and reader sharing it) it reads a 100k range about
+as fast as the consumer, with less reader CPU but more server CPU (the server
+formats six headers per message), so the consumer stays the default.
+Otherwise (the default) a range is read with an ephemeral pull consumer (ack policy
 none, memory storage, one replica) that starts at the range's first sequence
 and pulls at most what is left of the range per request, so it reads little
 past the end; the next pull goes out before the Arrow arrays of the last one
@@ -39,6 +47,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import InputPartition
 
 from jsclient import _impl, errors
+from jsclient.jetstream import _direct
 from jsclient.protocol import headers as _headers
 from jsclient.spark.options import ReadOptions, format_time_ns
 
@@ -49,8 +58,19 @@ _parse_jsack = _impl.jsack.parse_jsack
 _decode_headers = _headers.decode
 # Never pull more than this many messages in one request, whatever batchSize says.
 _MAX_PULL = 100_000
-# Consumers recreated in a row (after gaps or losses) without a message read in between.
+# Consumers recreated (or direct reads restarted) in a row without a message read between.
 _MAX_RESETS = 5
+# The headers a direct get adds to each stored message.
+_DIRECT_META = frozenset(
+    {
+        _direct.STREAM_HDR,
+        _direct.SUBJECT_HDR,
+        _direct.SEQ_HDR,
+        _direct.TIME_HDR,
+        _direct.PENDING_HDR,
+        _direct.LAST_SEQ_HDR,
+    }
+)
 
 
 @dataclass
@@ -69,6 +89,7 @@ class SeqRange(InputPartition):
     end: int
     pull: int
     first_expected: bool = False
+    direct: bool = False  # read by batched direct gets, else by a pull consumer
 
     def __post_init__(self) -> None:
         InputPartition.__init__(self, (self.start, self.end))
@@ -82,6 +103,7 @@ class StreamState:
     last_seq: int
     messages: int
     bytes: int
+    allow_direct: bool = False
 
     @property
     def next_seq(self) -> int:
@@ -95,13 +117,34 @@ class StreamState:
 
 def stream_state(js: Any, stream: str) -> StreamState:
     """One ``STREAM.INFO`` snapshot of ``stream``."""
-    state = js.stream(stream).cached_info.state
+    info = js.stream(stream).cached_info
+    state = info.state
     return StreamState(
         first_seq=int(state.first_seq or 0),
         last_seq=int(state.last_seq or 0),
         messages=int(state.messages or 0),
         bytes=int(state.bytes or 0),
+        allow_direct=bool(info.config.allow_direct),
     )
+
+
+def use_direct(opts: ReadOptions, state: StreamState) -> bool:
+    """Read ranges by batched direct gets? With ``readMode=direct``, where the
+    stream allows them and one request can carry the filter (one subject at
+    most); else the consumer, with a log line saying why."""
+    if opts.read_mode != "direct":
+        return False
+    if not state.allow_direct:
+        log.info(
+            "jetstream: stream %s does not allow direct gets; reading with a consumer", opts.stream
+        )
+        return False
+    if len(opts.subjects) > 1:
+        log.info(
+            "jetstream: %d subject filters need a consumer; reading with one", len(opts.subjects)
+        )
+        return False
+    return True
 
 
 def pull_size(opts: ReadOptions, state: StreamState) -> int:
@@ -118,6 +161,7 @@ def split(
     per_partition: int,
     pull: int,
     first_expected: bool = False,
+    direct: bool = False,
 ) -> list[SeqRange]:
     """Split ``[lo, hi]`` into contiguous inclusive ranges.
 
@@ -134,7 +178,7 @@ def split(
     start = lo
     for i in range(n):
         end = start + size - 1 + (1 if i < extra else 0)
-        ranges.append(SeqRange(i, stream, start, end, pull, first_expected))
+        ranges.append(SeqRange(i, stream, start, end, pull, first_expected, direct))
         start = end + 1
     return ranges
 
@@ -155,8 +199,23 @@ def _consumer_config(opts: ReadOptions, **start: Any) -> dict[str, Any]:
     return cfg
 
 
-def first_seq_at(js: Any, opts: ReadOptions, t_ns: int) -> int | None:
-    """The sequence of the first message (matching the filter) stored at or after ``t_ns``."""
+def first_seq_at(
+    js: Any, opts: ReadOptions, t_ns: int, state: StreamState | None = None
+) -> int | None:
+    """The sequence of the first message (matching the filter) stored at or after ``t_ns``.
+
+    A direct get answers where the stream allows it and there is at most one
+    filter (with several, the first message at that time of any subject: the
+    range read filters); else a short-lived consumer starting at that time.
+    """
+    if state is not None and state.allow_direct:
+        req: dict[str, Any] = {"start_time": format_time_ns(t_ns)}
+        if len(opts.subjects) == 1:
+            req["next_by_subj"] = opts.subjects[0]
+        read = _direct.DirectRead(js, opts.stream, req, limit=1, max_bytes=None)
+        for msg in read.messages():
+            return _direct.uint(_direct._header_value(msg._hdr, _direct.SEQ_HDR))
+        return None
     consumer = js.create_consumer(
         opts.stream,
         **_consumer_config(
@@ -185,10 +244,10 @@ def plan_ranges(js: Any, opts: ReadOptions) -> tuple[list[SeqRange], StreamState
     if opts.end_seq is not None:
         hi = min(hi, opts.end_seq)
     if opts.start_time_ns is not None and lo <= hi:
-        at = first_seq_at(js, opts, opts.start_time_ns)
+        at = first_seq_at(js, opts, opts.start_time_ns, state)
         lo = max(lo, at) if at is not None else hi + 1
     if opts.end_time_ns is not None and lo <= hi:
-        after = first_seq_at(js, opts, opts.end_time_ns + 1)
+        after = first_seq_at(js, opts, opts.end_time_ns + 1, state)
         if after is not None:
             hi = min(hi, after - 1)
     ranges = split(
@@ -198,6 +257,7 @@ def plan_ranges(js: Any, opts: ReadOptions) -> tuple[list[SeqRange], StreamState
         opts.partitions,
         opts.max_messages_per_partition,
         pull_size(opts, state),
+        direct=use_direct(opts, state),
     )
     return ranges, state
 
@@ -297,11 +357,102 @@ def _read(
                 f"{opts.stream!r} were removed (purge, limits or deletes) before the query "
                 "read them; set failOnDataLoss=false to skip them"
             )
+    if rng.direct:
+        yield from _direct_batches(js, opts, rng, schema)
+        return
     reader = _RangeReader(js, opts, rng, schema)
     try:
         yield from reader.batches()
     finally:
         reader.close()
+
+
+def _direct_batches(
+    js: Any, opts: ReadOptions, rng: SeqRange, schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """Read ``rng`` by batched direct gets, one page (``rng.pull`` messages) at a time.
+
+    A wait that times out (a lost connection, a restarted server) starts a new
+    read after the last sequence kept, at most ``_MAX_RESETS`` times in a row.
+    """
+    stream, end = rng.stream, rng.end
+    t_lo, t_hi = opts.start_time_ns, opts.end_time_ns
+    timed = t_lo is not None or t_hi is not None
+    lo_ns = t_lo if t_lo is not None else -1
+    hi_ns = t_hi if t_hi is not None else 1 << 80
+    pull, max_bytes = rng.pull, opts.max_batch_bytes
+    fields = _direct._direct_headers
+    decode = _decode_headers
+    meta = _DIRECT_META
+    rows = _Rows()
+    last = rng.start - 1
+    resets = 0
+    while last < end:
+        req: dict[str, Any] = {"seq": last + 1}
+        if opts.subjects:
+            req["next_by_subj"] = opts.subjects[0]
+        read = _direct.DirectRead(
+            js,
+            stream,
+            req,
+            limit=end - last,
+            max_bytes=None,
+            timeout=opts.fetch_timeout,
+            page_msgs=pull,
+            page_bytes=max_bytes,
+        )
+        it = read.messages()
+        try:
+            for msg in it:
+                # A full batch is built only once the next message is here: a page's
+                # last message is followed by its end, which sends the next request,
+                # so the server sends that page while this thread builds the batch.
+                if len(rows) >= pull or rows.nbytes >= max_bytes:
+                    out = _to_batch(rows, stream, schema)
+                    rows = _Rows()
+                    yield out
+                raw = msg._hdr
+                assert raw is not None  # messages() yields only answers with headers
+                subject, seq, ts, _pending, _last, others = fields(raw)
+                if seq <= last:
+                    raise errors.SparkReadError(
+                        f"jetstream: direct get of stream {stream!r} answered sequence "
+                        f"{seq} after {last}"
+                    )
+                if seq > end:
+                    last = end
+                    break
+                last = seq
+                if ts is None:
+                    raise errors.SparkReadError(
+                        f"jetstream: direct get of stream {stream!r} sequence {seq} has no "
+                        "valid Nats-Time-Stamp"
+                    )
+                if timed and not lo_ns <= ts <= hi_ns:
+                    continue
+                data = msg.data
+                rows.subjects.append(subject)
+                rows.seqs.append(seq)
+                rows.times.append(ts)
+                rows.datas.append(data)
+                rows.nbytes += len(data)
+                if others:  # the publisher's own headers
+                    user = [kv for kv in decode(raw)[2].items() if kv[0] not in meta]
+                    rows.hdrs.append(user or None)
+                else:
+                    rows.hdrs.append(None)
+                resets = 0
+            else:
+                break  # the server has nothing more in the range
+        except (errors.TimeoutError, errors.ConnectionClosedError) as exc:
+            resets += 1
+            if resets > _MAX_RESETS:
+                raise
+            log.info("jetstream: direct get after sequence %d failed (%s); reading on", last, exc)
+        finally:
+            it.close()
+    if rows.seqs:
+        yield _to_batch(rows, stream, schema)
 
 
 class _RangeReader:

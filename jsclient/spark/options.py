@@ -38,6 +38,10 @@ DEFAULT_SERVERS = "nats://127.0.0.1:4222"
 # and timestamp: the target stream assigns its own.
 READ_COLUMNS = ("stream", "subject", "seq", "timestamp", "data", "headers")
 IGNORED_WRITE_COLUMNS = frozenset({"stream", "seq", "timestamp"})
+#: How a read gets a range's messages: with an ephemeral pull consumer (the
+#: default, measured as fast or faster), or by batched direct gets where the
+#: stream allows them (direct).
+READ_MODES = ("consumer", "direct")
 
 
 def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:
@@ -114,6 +118,26 @@ class _Opts:
         if text is None:
             return None
         return parse_time_ns(text, name)
+
+    def timestamp_ns(self, name: str) -> int | None:
+        """An ISO 8601 / RFC 3339 time, or whole milliseconds since the epoch."""
+        text = self.text(name)
+        if text is None:
+            return None
+        if text.isascii() and text.isdigit():
+            return int(text) * 1_000_000
+        return parse_time_ns(text, name)
+
+    def choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
+        text = self.text(name)
+        if text is None:
+            return default
+        low = text.lower()
+        if low not in allowed:
+            raise errors.SparkOptionError(
+                f"jetstream: option '{name}' must be one of {', '.join(allowed)}, got {text!r}"
+            )
+        return low
 
 
 _FRACTION = re.compile(r"^(.*T\d\d:\d\d:\d\d)[.,](\d+)(.*)$")
@@ -299,6 +323,7 @@ class ReadOptions:
     max_batch_bytes: int = 32 * 1024 * 1024
     fetch_timeout: float = 5.0
     stall_timeout: float = 30.0
+    read_mode: str = "consumer"  # consumer | direct
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> ReadOptions:
@@ -314,12 +339,25 @@ class ReadOptions:
                 f"jetstream: 'endSeq' ({end_seq}) is before 'startSeq' ({start_seq})"
             )
         start_t, end_t = o.time_ns("startTime"), o.time_ns("endTime")
+        starting_ts = o.timestamp_ns("startingTimestamp")
+        if starting_ts is not None:
+            if start_t is not None:
+                raise errors.SparkOptionError(
+                    "jetstream: give 'startingTimestamp' or 'startTime', not both"
+                )
+            if o.text("startingOffsets") is not None:
+                raise errors.SparkOptionError(
+                    "jetstream: give 'startingTimestamp' or 'startingOffsets', not both"
+                )
+            start_t = starting_ts
         if start_t is not None and end_t is not None and end_t < start_t:
             raise errors.SparkOptionError("jetstream: 'endTime' is before 'startTime'")
+        subjects = _subjects(o.text("subject") or o.text("subjects"))
+        read_mode = o.choice("readMode", "consumer", READ_MODES)
         return cls(
             conn=ConnectionOptions.parse(o),
             stream=stream,
-            subjects=_subjects(o.text("subject") or o.text("subjects")),
+            subjects=subjects,
             start_seq=start_seq,
             end_seq=end_seq,
             start_time_ns=start_t,
@@ -330,6 +368,7 @@ class ReadOptions:
             max_batch_bytes=o.integer("maxBatchBytes", 32 * 1024 * 1024, 1),
             fetch_timeout=o.seconds("fetchTimeout", 5.0),
             stall_timeout=o.seconds("stallTimeout", 30.0),
+            read_mode=read_mode,
         )
 
 

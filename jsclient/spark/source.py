@@ -61,6 +61,7 @@ from jsclient.spark._read import (
     read_range,
     split,
     stream_state,
+    use_direct,
 )
 from jsclient.spark._write import WritePlan, WriteResult, publish_batches
 from jsclient.spark.options import (
@@ -432,7 +433,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         elif starting.isdigit():
             seq = int(starting)
         else:
-            at = first_seq_at(self._js, self.opts.read, parse_time_ns(starting))
+            at = first_seq_at(self._js, self.opts.read, parse_time_ns(starting), state)
             seq = at if at is not None else state.next_seq
         return self._offset(max(1, seq))
 
@@ -492,6 +493,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 read.max_messages_per_partition,
                 pull_size(read, state),
                 first_expected=self.opts.fail_on_data_loss,
+                direct=use_direct(read, state),
             )
         )
 

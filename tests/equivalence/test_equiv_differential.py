@@ -296,6 +296,21 @@ def test_jsack_random(both: Pair, reply: str) -> None:
     same(lambda: py.jsack.parse_jsack(reply), lambda: c.jsack.parse_jsack(reply))
 
 
+@SETTINGS
+@given(
+    reply=ack_subject(),
+    stream=st.sampled_from(["S", "ORDERS", "é", "", "ACK", None]),
+    consumer=st.sampled_from(["C", "dur", "\U0001f600", "1", None]),
+)
+def test_jsack_hints(both: Pair, reply: str, stream: str | None, consumer: str | None) -> None:
+    py, c = both
+    same(
+        lambda: py.jsack.parse_jsack(reply, stream, consumer),
+        lambda: c.jsack.parse_jsack(reply, stream, consumer),
+    )
+    same(lambda: py.jsack.parse_jsack(reply), lambda: c.jsack.parse_jsack(reply, stream, consumer))
+
+
 @pytest.mark.parametrize("reply", [None, b"$JS.ACK.S.C.1.2.3.4.5", 5, ["$JS"]])
 def test_jsack_odd_types(both: Pair, reply: Any) -> None:
     py, c = both
@@ -668,6 +683,8 @@ def _params(fn: Any) -> list[str]:
         ("status", "classify"),
         ("status", "js_headers"),
         ("status", "header_value"),
+        ("status", "direct_headers"),
+        ("status", "stamp_ns"),
         ("sizes", "msg_size"),
         ("sizes", "PendingCounter.on_message"),
         ("sizes", "PendingCounter.on_status"),

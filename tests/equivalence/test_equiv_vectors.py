@@ -70,6 +70,24 @@ def test_jsack(impl: SimpleNamespace, reply: str, expected: Any) -> None:
     check(lambda: impl.jsack.parse_jsack(reply), expected)
 
 
+@pytest.mark.parametrize(("reply", "expected"), v.JSACK, ids=[r[:40] for r, _ in v.JSACK])
+def test_jsack_with_name_hints(impl: SimpleNamespace, reply: str, expected: Any) -> None:
+    # The names a reader expects change nothing in the result, matching or not.
+    if isinstance(expected, tuple):
+        stream, consumer = expected[0], expected[1]
+        check(lambda: impl.jsack.parse_jsack(reply, stream, consumer), expected)
+    check(lambda: impl.jsack.parse_jsack(reply, "other", "names"), expected)
+    check(lambda: impl.jsack.parse_jsack(reply, 5, b"x"), expected)
+
+
+def test_jsack_hints_are_reused(impl: SimpleNamespace) -> None:
+    stream, consumer = "".join(["ORD", "ERS"]), "".join(["dur", "able-é"])
+    got = impl.jsack.parse_jsack("$JS.ACK.ORDERS.durable-é.1.2.3.4.5", stream, consumer)
+    assert got[0] is stream and got[1] is consumer
+    got = impl.jsack.parse_jsack("$JS.ACK.hub.ACC.ORDERS.durable-é.1.2.3.4.5", stream, "durable")
+    assert got[0] is stream and got[1] == consumer and got[1] is not consumer
+
+
 @pytest.mark.parametrize(("data", "expected"), v.PUB_ACK, ids=[repr(d[:48]) for d, _ in v.PUB_ACK])
 def test_pub_ack_fields(impl: SimpleNamespace, data: bytes, expected: Any) -> None:
     check(lambda: impl.jsack.pub_ack_fields(data), expected)

@@ -108,8 +108,8 @@ def test_gap_and_old_instance_messages(nc: jsclient.Client, js: JetStream) -> No
         assert [_seq(it.next(timeout=2.0)) for _ in range(5)] == [1, 2, 3, 4, 5]
         feed = it._source.feed  # type: ignore[attr-defined]
 
-        def inject(reply: str) -> None:  # as the reader thread hands a message over
-            feed._on_msg(jsclient.Msg(nc, "s.a", reply, b"x", None, 50, feed.sid))
+        def inject(reply: str) -> None:  # as the reader thread hands a batch over
+            feed.q.put(([jsclient.Msg(nc, "s.a", reply, b"x", None, 50, feed.sid)], 1))
 
         # A message of a replaced instance is dropped without a reset ...
         inject("$JS.ACK.S.gap_0.1.3.3.1700000000000000000.0")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import queue
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -51,6 +52,12 @@ class _FakeClient:
         sid = len(self.subs) + 1
         self.subs[sid] = handler
         return sid
+
+    def _subscribe_batched(self, subject: str, q: Any) -> Any:
+        sid = len(self.subs) + 1
+        state = SimpleNamespace(sid=sid, _received=0, _q=q)
+        self.subs[sid] = state
+        return state
 
     def _unsubscribe_internal(self, sid: int) -> None:
         self.subs.pop(sid, None)

@@ -7,6 +7,7 @@ with ``resume_from_revision``). It never repeats or skips a revision, across
 resets, reconnects and server restarts, and gives one ``None`` once every
 revision that matched when the watch began has been handed out (see
 :mod:`jsclient.jetstream._watcher`, which it shares with the Object store).
+Memory is bounded by one pull batch whatever the bucket holds.
 """
 
 from __future__ import annotations
@@ -65,10 +66,29 @@ class KeyWatcher(Watcher[KeyValueEntry]):
             cb=cb,
         )
 
-    def _item(self, msg: Msg, seq: int, pending: int, ts: int) -> KeyValueEntry | None:
-        op = operation_of(msg._hdr)
-        if op != PUT and self._ignore_deletes:
-            return None
-        return KeyValueEntry(
-            self._bucket, msg.subject[self._pre_len :], msg.data, seq, pending, ts, op
-        )
+    def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:
+        """Entries for what the ordered consumer delivered (each with its stream
+        sequence, pending count and time), the None marker after the one that
+        left none pending while the initial values were due."""
+        append = self._ready.append
+        new = tuple.__new__
+        cls = KeyValueEntry
+        bucket = self._bucket
+        n = self._pre_len
+        skip_markers = self._ignore_deletes
+        last_rev = self._last_rev
+        initial_done = self._initial_done
+        for msg, sseq, pending, ts in buf:
+            hdr = msg._hdr
+            op = PUT if hdr is None else operation_of(hdr)
+            # Skipped: had already (a reset started again), or a marker not wanted.
+            if sseq > last_rev and (op == PUT or not skip_markers):
+                last_rev = sseq
+                append(new(cls, (bucket, msg.subject[n:], msg.data, sseq, pending, ts, op)))
+            if pending == 0 and not initial_done:
+                initial_done = True
+                self._oc._keep_start = False
+                append(None)
+        buf.clear()
+        self._last_rev = last_rev
+        self._initial_done = initial_done

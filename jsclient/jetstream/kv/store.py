@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
 from jsclient.api import DeliverPolicy, StreamInfo
-from jsclient.jetstream._wire import EXPECTED_LAST_SUBJECT_SEQ
+from jsclient.jetstream._wire import EXPECTED_LAST_SUBJECT_SEQ, TTL, ttl_value
 from jsclient.jetstream.kv._config import STREAM_PREFIX, KeyValueStatus, check_filter, check_key
 from jsclient.jetstream.kv._entry import (
     DEL,
@@ -40,22 +40,13 @@ if TYPE_CHECKING:
     from jsclient.msg import Msg
 
 DEFAULT_PREFIX = "$JS.API"
-TTL = "Nats-TTL"
 ROLLUP = "Nats-Rollup"
-_parse_jsack = _impl.jsack.parse_jsack
 _status_of = _impl.status.status_of
 _header_value = _impl.status.header_value
+#: Messages per pull of a scan (keys, history, purge_deletes).
+SCAN_BATCH = 1000
 #: Wrong last sequence (10164 is what replicated streams report).
 _WRONG_LAST = frozenset({10071, 10164})
-
-
-def ttl_value(ttl: float) -> str:
-    """A per-message TTL as the ``Nats-TTL`` header gives it (at least one second)."""
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl < 1:
-        raise ValueError(f"a TTL must be at least 1 second, got {ttl!r}")
-    if ttl == int(ttl):
-        return f"{int(ttl)}s"
-    return f"{round(ttl * 1000)}ms"
 
 
 def _as_bytes(value: Any) -> bytes:
@@ -195,7 +186,7 @@ class KeyValue:
         check_key(key)
         return self._publish(key, _as_bytes(value), None)
 
-    def create(self, key: str, value: bytes | str, *, ttl: float | None = None) -> int:
+    def create(self, key: str, value: bytes | str, *, ttl: float | str | None = None) -> int:
         """Store ``value`` only if the key has none (never set, deleted or purged).
 
         KeyExistsError when it has a value. ``ttl`` (seconds, server 2.11 and a
@@ -244,7 +235,7 @@ class KeyValue:
         extra = None if last is None else {EXPECTED_LAST_SUBJECT_SEQ: str(int(last))}
         self._publish(key, b"", op_headers(DEL, extra))
 
-    def purge(self, key: str, *, ttl: float | None = None, last: int | None = None) -> None:
+    def purge(self, key: str, *, ttl: float | str | None = None, last: int | None = None) -> None:
         """Remove every revision of the key; only a purge marker stays.
 
         ``ttl`` (server 2.11) removes the marker itself after that long.
@@ -261,8 +252,9 @@ class KeyValue:
 
     def _scan(
         self, filters: list[str], deliver_policy: DeliverPolicy, headers_only: bool
-    ) -> Iterator[tuple[Msg, int, int]]:
-        """What the filters match now: (message, revision, delta) up to the last pending."""
+    ) -> Iterator[tuple[Msg, int, int, int]]:
+        """What the filters match now: (message, revision, pending, time in ns)
+        up to the last pending, read a routed batch at a time."""
         subjects = [self._pre + f for f in filters]
         oc = self._js.ordered_consumer(
             self._stream_name,
@@ -275,13 +267,21 @@ class KeyValue:
             info = oc.cached_info
             if info is None or not info.num_pending:
                 return
-            with oc.messages(max_messages=1000, err_on_missing_heartbeat=False) as it:
-                for msg in it:
-                    # Just checked by the ordered consumer on this thread.
-                    pending = oc._last_pending
-                    yield msg, oc._last_sseq, pending
-                    if pending == 0:
-                        return
+            with oc.messages(max_messages=SCAN_BATCH, err_on_missing_heartbeat=False) as it:
+                buf: list[tuple[Msg, int, int, int]] = []
+                while True:
+                    try:
+                        it._next_batch(1.0, buf)
+                    except errors.TimeoutError:
+                        continue
+                    except errors.Error:
+                        yield from buf  # what came before the error, then the error
+                        raise
+                    for item in buf:
+                        yield item
+                        if item[2] == 0:
+                            return
+                    buf.clear()
         finally:
             _delete_later(oc)
 
@@ -294,7 +294,7 @@ class KeyValue:
         n = len(self._pre)
         out: list[str] = []
         append = out.append
-        for msg, _rev, _delta in self._scan(pats, DeliverPolicy.LAST_PER_SUBJECT, True):
+        for msg, _rev, _pending, _ts in self._scan(pats, DeliverPolicy.LAST_PER_SUBJECT, True):
             if operation_of(msg._hdr) == PUT:
                 append(msg.subject[n:])
         return out
@@ -302,13 +302,15 @@ class KeyValue:
     def history(self, key: str) -> list[KeyValueEntry]:
         """Every stored revision of the key, oldest first; KeyNotFoundError when none."""
         check_key(key)
-        out = [self._entry(m, rev, d) for m, rev, d in self._scan([key], DeliverPolicy.ALL, False)]
+        out = [
+            self._entry(m, rev, pending, ts)
+            for m, rev, pending, ts in self._scan([key], DeliverPolicy.ALL, False)
+        ]
         if not out:
             raise errors.KeyNotFoundError()
         return out
 
-    def _entry(self, msg: Msg, revision: int, delta: int) -> KeyValueEntry:
-        _s, _c, _d, _sq, _cs, ts, _p, _dm = _parse_jsack(msg.reply)
+    def _entry(self, msg: Msg, revision: int, delta: int, ts: int) -> KeyValueEntry:
         return KeyValueEntry(
             self.bucket,
             msg.subject[len(self._pre) :],
@@ -316,7 +318,7 @@ class KeyValue:
             revision,
             delta,
             ts,
-            operation_of(msg.raw_headers),
+            operation_of(msg._hdr),
         )
 
     def purge_deletes(self, *, older_than: float = 1800.0) -> int:
@@ -325,8 +327,8 @@ class KeyValue:
         removes every marker. Returns how many markers were removed."""
         cutoff = datetime.now(UTC).timestamp() - older_than if older_than > 0 else None
         markers = [
-            self._entry(m, rev, d)
-            for m, rev, d in self._scan([">"], DeliverPolicy.LAST_PER_SUBJECT, True)
+            self._entry(m, rev, pending, ts)
+            for m, rev, pending, ts in self._scan([">"], DeliverPolicy.LAST_PER_SUBJECT, True)
             if operation_of(m.raw_headers) != PUT
         ]
         removed = 0

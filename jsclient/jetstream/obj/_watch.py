@@ -63,7 +63,29 @@ class ObjectWatcher(Watcher[ObjectInfo]):
             cb=cb,
         )
 
-    def _item(self, msg: Msg, seq: int, pending: int, ts: int) -> ObjectInfo | None:
+    def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:
+        """Infos for what the ordered consumer delivered (each with its stream
+        sequence, pending count and time), the None marker after the one that
+        left none pending while the initial objects were due."""
+        append = self._ready.append
+        last_rev = self._last_rev
+        initial_done = self._initial_done
+        for msg, sseq, pending, ts in buf:
+            # Skipped: had already (a reset started again), unreadable, or not wanted.
+            if sseq > last_rev:
+                info = self._info(msg, ts)
+                if info is not None:
+                    last_rev = sseq
+                    append(info)
+            if pending == 0 and not initial_done:
+                initial_done = True
+                self._oc._keep_start = False
+                append(None)
+        buf.clear()
+        self._last_rev = last_rev
+        self._initial_done = initial_done
+
+    def _info(self, msg: Msg, ts: int) -> ObjectInfo | None:
         try:
             info = parse_meta(msg.data, format_ns(ts) if ts else None)
         except errors.BadObjectMetaError as exc:
