@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import nats.js.api
 import nats.js.errors
 import pytest
 
@@ -111,6 +112,11 @@ def test_create_maps_to_the_backing_stream(js: JetStream) -> None:
     assert _val(p.storage) == "file"
     js.create_object_store({"bucket": "z", "storage": "memory"}, compression=True)
     assert _val(js.stream("OBJ_z").info().config.compression) == "s2"
+    # nats-py's own config class, and keyword fields that win over it.
+    nats_cfg = nats.js.api.ObjectStoreConfig(bucket="np", storage=nats.js.api.StorageType.MEMORY)
+    assert js.create_object_store(nats_cfg, description="from nats-py").bucket == "np"
+    np_cfg = js.stream("OBJ_np").info().config
+    assert (_val(np_cfg.storage), np_cfg.description) == ("memory", "from nats-py")
 
 
 def test_bucket_handles_and_lifecycle(js: JetStream) -> None:
