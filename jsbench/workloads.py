@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from jsbench import batch, core, direct, js, kv, raw
+from jsbench import batch, core, direct, js, kv, obj, raw
 from jsbench.result import Result
 
 WorkFn = Callable[[str, int, int], Result]
@@ -383,6 +383,45 @@ def _kv() -> list[Workload]:
     ]
 
 
+def _obj() -> list[Workload]:
+    chunk = 128 * 1024
+    return [
+        Workload(
+            "obj-put",
+            "Object store put of a 64 MiB object from memory (n chunks of 128 KiB, file); "
+            "raw: core publish of the same bytes",
+            {JSCLIENT: obj.js_put, NATS_PY: obj.py_put, NATSIO: obj.nio_put, RAW: obj.raw_put},
+            512,
+            64,
+            chunk,
+            targets=(Target(NATS_PY, 5.0), Target(RAW, 0.5)),
+            setup=obj.setup_put,
+        ),
+        Workload(
+            "obj-get",
+            "Object store get of a 64 MiB object into memory, digest checked "
+            "(nats-py: get(writeinto=BytesIO)); raw: core receive of the same bytes",
+            {JSCLIENT: obj.js_get, NATS_PY: obj.py_get, NATSIO: obj.nio_get, RAW: obj.raw_get},
+            512,
+            64,
+            chunk,
+            targets=(Target(NATS_PY, 5.0), Target(RAW, 0.5)),
+            setup=obj.setup_get,
+        ),
+        Workload(
+            "obj-file-1GiB",
+            "Object store put_file then get_file of a 1 GiB file: peak RSS growth (target < 32 MB)",
+            {JSCLIENT: obj.js_file},
+            8192,
+            512,
+            chunk,
+            setup=obj.setup_file,
+            check=obj.check_file,
+            rss_growth_mb=32.0,
+        ),
+    ]
+
+
 def _batch() -> list[Workload]:
     setup, check = batch.setup_batch_publish, js.check_published
     return [
@@ -429,7 +468,7 @@ def _direct() -> list[Workload]:
 
 def workloads() -> list[Workload]:
     """Every workload, in report order."""
-    return _core() + _js() + _kv() + _batch() + _direct()
+    return _core() + _js() + _kv() + _obj() + _batch() + _direct()
 
 
 def by_name(name: str) -> Workload:

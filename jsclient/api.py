@@ -4,13 +4,15 @@ jsclient does not hand-write these classes: ``StreamConfig``, ``ConsumerConfig``
 ``PubAck`` and the rest are nats-py's, so values move freely between the two
 clients. Where nats-py's class lacks fields a server feature needs, the class
 here extends it with just those fields (``KeyValueConfig``: ``mirror``,
-``sources``, ``compression``); it is nats-py's own class once that has them.
+``sources``, ``compression``; ``ObjectStoreConfig``: ``metadata``,
+``compression``; ``ObjectMeta`` and ``ObjectInfo``: ``metadata``); it is
+nats-py's own class once that has them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nats.js.api import (
     AccountInfo,
@@ -25,6 +27,8 @@ from nats.js.api import (
     ExternalStream,
     Header,
     LostStreamData,
+    ObjectLink,
+    ObjectMetaOptions,
     PeerInfo,
     Placement,
     PubAck,
@@ -48,9 +52,23 @@ from nats.js.api import (
 from nats.js.api import (
     KeyValueConfig as _NatsKeyValueConfig,
 )
+from nats.js.api import (
+    ObjectInfo as _NatsObjectInfo,
+)
+from nats.js.api import (
+    ObjectMeta as _NatsObjectMeta,
+)
+from nats.js.api import (
+    ObjectStoreConfig as _NatsObjectStoreConfig,
+)
+
+
+def _has(cls: type, *names: str) -> bool:
+    return {f.name for f in dataclasses.fields(cls)} >= set(names)
+
 
 _KV_EXTRA = ("mirror", "sources", "compression")
-if {f.name for f in dataclasses.fields(_NatsKeyValueConfig)} >= set(_KV_EXTRA):
+if _has(_NatsKeyValueConfig, *_KV_EXTRA):
     KeyValueConfig = _NatsKeyValueConfig
 else:
 
@@ -69,6 +87,56 @@ else:
             return super().from_response(resp)
 
 
+# Typed as the extended class; nats-py's own once it has the fields.
+if TYPE_CHECKING or not _has(_NatsObjectStoreConfig, "metadata", "compression"):
+
+    @dataclasses.dataclass
+    class ObjectStoreConfig(_NatsObjectStoreConfig):
+        """nats-py's ObjectStoreConfig plus a bucket's metadata and compression (S2)."""
+
+        metadata: dict[str, str] | None = None
+        compression: bool = False
+
+else:
+    ObjectStoreConfig = _NatsObjectStoreConfig
+
+
+# Typed as the extended class; nats-py's own once it has the fields.
+if TYPE_CHECKING or not _has(_NatsObjectMeta, "metadata"):
+
+    @dataclasses.dataclass
+    class ObjectMeta(_NatsObjectMeta):
+        """nats-py's ObjectMeta plus the object's ``metadata`` (str to str)."""
+
+        metadata: dict[str, str] | None = None
+
+else:
+    ObjectMeta = _NatsObjectMeta
+
+
+# Typed as the extended class; nats-py's own once it has the fields.
+if TYPE_CHECKING or not _has(_NatsObjectInfo, "metadata"):
+
+    @dataclasses.dataclass
+    class ObjectInfo(_NatsObjectInfo):
+        """nats-py's ObjectInfo plus the object's ``metadata`` (str to str)."""
+
+        metadata: dict[str, str] | None = None
+
+        @property
+        def meta(self) -> ObjectMeta:
+            return ObjectMeta(
+                name=self.name,
+                description=self.description,
+                headers=self.headers,
+                options=self.options,
+                metadata=self.metadata,
+            )
+
+else:
+    ObjectInfo = _NatsObjectInfo
+
+
 __all__ = [
     "APIStats",
     "AccountInfo",
@@ -83,6 +151,11 @@ __all__ = [
     "Header",
     "KeyValueConfig",
     "LostStreamData",
+    "ObjectInfo",
+    "ObjectLink",
+    "ObjectMeta",
+    "ObjectMetaOptions",
+    "ObjectStoreConfig",
     "PeerInfo",
     "Placement",
     "PubAck",

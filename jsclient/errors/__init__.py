@@ -5,8 +5,9 @@ both catch a jsclient timeout, and (since nats-py's timeout derives from
 ``asyncio.TimeoutError``) so does the builtin ``TimeoutError``.
 
 The classes live in submodules by area (``connection``, ``messages``,
-``jetstream``, ``publish``, ``consume``, ``subscribe``, ``kv``, ``features``, ``direct``,
-``spark``; the roots in ``_base``) but belong to this module: import them from ``jsclient.errors``.
+``jetstream``, ``publish``, ``consume``, ``subscribe``, ``kv``, ``obj``,
+``features``, ``direct``, ``spark``; the roots in ``_base``) but belong to this
+module: import them from ``jsclient.errors``.
 Their ``__module__`` is ``jsclient.errors``, so reprs, tracebacks and pickles
 name them as before the split. The reference is ``docs/errors.md``.
 """
@@ -138,6 +139,18 @@ from jsclient.errors.messages import (
     MsgAlreadyAckdError,
     NoRespondersError,
     NotJSMessageError,
+)
+from jsclient.errors.obj import (
+    BadObjectMetaError,
+    DigestMismatchError,
+    InvalidObjectNameError,
+    LinkIsABucketError,
+    LinkNotAllowedError,
+    NoLinkToDeletedError,
+    NoLinkToLinkError,
+    ObjectAlreadyExists,
+    ObjectDeletedError,
+    ObjectNotFoundError,
 )
 from jsclient.errors.publish import (
     NoStreamResponseError,
@@ -271,6 +284,16 @@ __all__ = [
     "InvalidKeyError",
     "InvalidBucketNameError",
     "KeyValueLimitMarkerTTLNotSupportedError",
+    "InvalidObjectNameError",
+    "BadObjectMetaError",
+    "ObjectNotFoundError",
+    "ObjectDeletedError",
+    "ObjectAlreadyExists",
+    "DigestMismatchError",
+    "LinkIsABucketError",
+    "NoLinkToLinkError",
+    "NoLinkToDeletedError",
+    "LinkNotAllowedError",
     "FeatureNotSupportedError",
     "RequiredApiLevelError",
     "MessageTTLInvalidError",

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from jsclient.jetstream.consumer import Consumer
     from jsclient.jetstream.context import JetStream
     from jsclient.jetstream.kv import KeyValue, KeyValueEntry, KeyValueStatus, KeyWatcher
+    from jsclient.jetstream.obj import ObjectReader, ObjectStore, ObjectStoreStatus, ObjectWatcher
     from jsclient.jetstream.stream import Stream
 
 __all__ = [
@@ -20,6 +21,10 @@ __all__ = [
     "KeyValueEntry",
     "KeyValueStatus",
     "KeyWatcher",
+    "ObjectReader",
+    "ObjectStore",
+    "ObjectStoreStatus",
+    "ObjectWatcher",
     "Stream",
 ]
 
@@ -31,6 +36,10 @@ _WHERE = {
     "KeyValueEntry": "jsclient.jetstream.kv",
     "KeyValueStatus": "jsclient.jetstream.kv",
     "KeyWatcher": "jsclient.jetstream.kv",
+    "ObjectReader": "jsclient.jetstream.obj",
+    "ObjectStore": "jsclient.jetstream.obj",
+    "ObjectStoreStatus": "jsclient.jetstream.obj",
+    "ObjectWatcher": "jsclient.jetstream.obj",
 }
 
 

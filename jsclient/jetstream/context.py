@@ -39,6 +39,7 @@ from jsclient.jetstream._wire import (
 )
 from jsclient.jetstream.consumer import Consumer
 from jsclient.jetstream.kv._manage import KeyValueManager
+from jsclient.jetstream.obj._manage import ObjectStoreManager
 from jsclient.jetstream.stream import Stream
 from jsclient.protocol.headers import encode as encode_headers
 
@@ -54,12 +55,14 @@ DEFAULT_PREFIX = "$JS.API"
 _DEFAULT = object()
 
 
-class JetStream(KeyValueManager, MessagesManager):
+class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager):
     """Entry point to JetStream on one connection; get it with ``nc.jetstream()``.
 
     Key-Value buckets: ``create_key_value``, ``key_value`` and the rest (see
-    :mod:`jsclient.jetstream.kv`). Schedules, counters and batch publish of
-    servers 2.11-2.14: see :mod:`jsclient.jetstream._messages`.
+    :mod:`jsclient.jetstream.kv`); object stores: ``create_object_store``,
+    ``object_store`` and the rest (see :mod:`jsclient.jetstream.obj`).
+    Schedules, counters and batch publish of servers 2.11-2.14: see
+    :mod:`jsclient.jetstream._messages`.
 
     ``domain`` addresses another JetStream domain (API prefix ``$JS.<domain>.API``);
     ``timeout`` bounds every API request and the default ``publish`` wait.

@@ -153,12 +153,15 @@ def test_registry_rows_and_targets() -> None:
         "js-atomic-batch",
         "js-fast-ingest",
         "direct-get-batch",
+        "obj-put",
+        "obj-get",
+        "obj-file-1GiB",
     ):
         assert name in names
     # a raw ceiling beside every publish and round-trip row, and nowhere else
     for w in ws:
         publishes = w.name.startswith(
-            ("core-publish", "core-request", "js-publish", "kv-get", "kv-put")
+            ("core-publish", "core-request", "js-publish", "kv-get", "kv-put", "obj-put", "obj-get")
         )
         assert (RAW in w.fns) == (publishes or w.name.startswith("js-publisher")), w.name
     # natsio has no legacy pull or push subscriptions
@@ -183,6 +186,9 @@ def test_registry_rows_and_targets() -> None:
     assert targets("kv-watch-initial") == {(NATS_PY, 5.0), (NATSIO, 2.0)}
     assert targets("kv-keys") == {(NATS_PY, 5.0), (NATSIO, 1.0)}
     assert (NATS_PY, 2.0) in targets("direct-get-batch")
+    for name in ("obj-put", "obj-get"):
+        assert targets(name) == {(NATS_PY, 5.0), (NATSIO, 1.0), (RAW, 0.5)}
+    assert by_name("obj-file-1GiB").rss_growth_mb == 32.0
     assert Target(RAW, 0.7).label() == "≥0.7x raw"
     assert Target(NATSIO, 2.5).label() == "≥2.5x natsio"
     assert Target(NATS_PY, 10).label() == "≥10x nats-py"

@@ -3,41 +3,29 @@
 A watcher reads an ordered consumer on the bucket's stream, filtered to the
 watched keys: the latest revision of each (every revision with
 ``include_history``; only later ones with ``updates_only``; from a revision
-with ``resume_from_revision``). The ordered consumer checks every sequence and,
-after a gap, a lost consumer, a reconnect or a server restart, starts a new one
-after the last revision handed out, so a watcher never repeats or skips one.
-
-Once every revision that matched when the watch began has been handed out, the
-watcher gives one ``None``: at once when the consumer reported none pending,
-otherwise after the entry whose delivery left none pending (the ack reply's
-pending count). Memory is bounded by one pull batch whatever the bucket holds.
+with ``resume_from_revision``). It never repeats or skips a revision, across
+resets, reconnects and server restarts, and gives one ``None`` once every
+revision that matched when the watch began has been handed out (see
+:mod:`jsclient.jetstream._watcher`, which it shares with the Object store).
+Memory is bounded by one pull batch whatever the bucket holds.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from jsclient import errors
-from jsclient._threads import log
-from jsclient.api import DeliverPolicy
+from jsclient.jetstream._watcher import BATCH, Watcher
 from jsclient.jetstream.kv._entry import PUT, KeyValueEntry, operation_of
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
     from jsclient.msg import Msg
 
-_mono = time.monotonic
-#: Messages per pull: enough to keep the server busy, small enough to bound memory.
-BATCH = 1000
-#: How often a blocked watcher looks whether a reset left nothing pending.
-_SLICE = 1.0
+__all__ = ["BATCH", "KeyWatcher"]
 
 
-class KeyWatcher:
+class KeyWatcher(Watcher[KeyValueEntry]):
     """Entries of the watched keys in revision order, then live updates.
 
     Iterate it (``for entry in w``), or call ``next(timeout)``; ``None`` comes
@@ -45,6 +33,9 @@ class KeyWatcher:
     ``stop()`` never blocks; a loop over the watcher then ends. Made with
     ``cb=``, a library thread calls ``cb(entry)`` for each, ``None`` included.
     """
+
+    _area = "kv"
+    _kind = "key"
 
     def __init__(
         self,
@@ -61,118 +52,19 @@ class KeyWatcher:
         resume_from_revision: int | None,
         cb: Callable[[KeyValueEntry | None], Any] | None,
     ) -> None:
-        self._bucket = bucket
         self._pre_len = len(key_prefix)
         self._ignore_deletes = ignore_deletes
-        if resume_from_revision is not None:
-            policy, start = DeliverPolicy.BY_START_SEQUENCE, resume_from_revision
-        elif updates_only:
-            policy, start = DeliverPolicy.NEW, None
-        elif include_history:
-            policy, start = DeliverPolicy.ALL, None
-        else:
-            policy, start = DeliverPolicy.LAST_PER_SUBJECT, None
-        oc = js.ordered_consumer(
+        super().__init__(
+            js,
+            bucket,
             stream,
-            filter_subjects=subjects,
-            deliver_policy=policy,
-            opt_start_seq=start,
-            headers_only=meta_only or None,
+            subjects,
+            include_history=include_history,
+            updates_only=updates_only,
+            resume_from=resume_from_revision,
+            headers_only=meta_only,
+            cb=cb,
         )
-        self._oc = oc
-        # Until the initial values are out, a reset asks again for the latest of
-        # each key (and what was had already is dropped by revision), so a
-        # restart in the middle does not hand out every older revision since.
-        self._last_rev = 0
-        info = oc.cached_info
-        # Entries made ready and not handed out yet (at most one routed batch),
-        # with the None marker in its place; what ended the watch, once they are out.
-        self._ready: deque[KeyValueEntry | None] = deque()
-        self._buf: list[tuple[Msg, int, int, int]] = []
-        self._error: BaseException | None = None
-        marker_now = not updates_only and not (info and info.num_pending)
-        self._initial_done = updates_only or marker_now
-        if marker_now:
-            self._ready.append(None)
-        oc._keep_start = policy is DeliverPolicy.LAST_PER_SUBJECT and not marker_now
-        self._serial = oc._serial
-        self._stopped = False
-        self._it = oc.messages(
-            max_messages=BATCH, expires=30.0, heartbeat=5.0, err_on_missing_heartbeat=False
-        )
-        self._cb = cb
-        self._thread: threading.Thread | None = None
-        if cb is not None:
-            if not callable(cb):
-                self.stop()
-                raise TypeError("cb must be callable")
-            self._thread = threading.Thread(
-                target=self._run_callback, name=f"jsclient-kv-watch-{bucket}", daemon=True
-            )
-            self._thread.start()
-
-    def __repr__(self) -> str:
-        return f"<KeyWatcher {self._bucket!r}>"
-
-    def __enter__(self) -> KeyWatcher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def __iter__(self) -> KeyWatcher:
-        return self
-
-    def __next__(self) -> KeyValueEntry | None:
-        if self._cb is not None:
-            raise TypeError("a watcher with a callback cannot be iterated")
-        try:
-            return self._next(None)
-        except errors.MsgIteratorClosedError:
-            raise StopIteration from None
-
-    def next(self, timeout: float | None = 5.0) -> KeyValueEntry | None:
-        """The next entry (or the one ``None``); TimeoutError when none comes in time,
-        MsgIteratorClosedError once stopped."""
-        if self._cb is not None:
-            raise TypeError("a watcher with a callback delivers to it, not to next()")
-        return self._next(timeout)
-
-    def _next(self, timeout: float | None) -> KeyValueEntry | None:
-        ready = self._ready
-        if ready:
-            return ready.popleft()
-        if self._stopped:
-            raise errors.MsgIteratorClosedError()
-        if self._error is not None:
-            raise self._error
-        deadline = None if timeout is None else _mono() + timeout
-        next_batch = self._it._next_batch
-        buf = self._buf
-        while True:
-            wait = _SLICE if deadline is None else min(_SLICE, deadline - _mono())
-            if wait <= 0:
-                raise errors.TimeoutError()
-            try:
-                next_batch(wait, buf)
-            except errors.TimeoutError:
-                if self._stopped:
-                    raise errors.MsgIteratorClosedError() from None
-                if not self._initial_done and self._reset_left_nothing():
-                    self._initial_done = True
-                    self._oc._keep_start = False
-                    return None
-                continue
-            except errors.Error as exc:
-                if not buf:
-                    raise
-                self._error = exc  # raised once what came before it is out
-            if buf:
-                self._fill(buf)
-                if ready:
-                    return ready.popleft()
-            if self._error is not None:
-                raise self._error
 
     def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:
         """Entries for what the ordered consumer delivered (each with its stream
@@ -200,53 +92,3 @@ class KeyWatcher:
         buf.clear()
         self._last_rev = last_rev
         self._initial_done = initial_done
-
-    def _reset_left_nothing(self) -> bool:
-        """After a reset: does the new consumer have nothing more to deliver?"""
-        oc = self._oc
-        if oc._serial == self._serial:
-            return False
-        self._serial = oc._serial
-        info = oc.cached_info
-        return info is not None and not info.num_pending
-
-    def _run_callback(self) -> None:
-        cb = self._cb
-        assert cb is not None
-        client = self._oc._js._client
-        while not self._stopped:
-            try:
-                entry = self._next(_SLICE)
-            except errors.TimeoutError:
-                continue
-            except errors.MsgIteratorClosedError:
-                break
-            except errors.Error as exc:
-                client._report_error(exc)
-                break
-            if self._stopped:
-                break
-            try:
-                cb(entry)
-            except Exception as exc:
-                log.exception("jsclient: key watcher callback raised")
-                client._report_error(exc)
-
-    def stop(self) -> None:
-        """Stop watching (returns at once); the server-side consumer is deleted."""
-        if self._stopped:
-            return
-        self._stopped = True
-        self._ready.clear()
-        self._it.stop()
-        oc = self._oc
-        threading.Thread(
-            target=oc._delete_quietly,
-            args=(oc.name,),
-            name=f"jsclient-kv-unwatch-{oc.name}",
-            daemon=True,
-        ).start()
-
-    @property
-    def stopped(self) -> bool:
-        return self._stopped
