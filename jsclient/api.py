@@ -4,7 +4,10 @@ jsclient does not hand-write these classes: ``StreamConfig``, ``ConsumerConfig``
 ``PubAck`` and the rest are nats-py's, so values move freely between the two
 clients. Where nats-py's class lacks fields a server feature needs, the class
 here extends it with just those fields (``KeyValueConfig``: ``mirror``,
-``sources``, ``compression``); it is nats-py's own class once that has them.
+``sources``, ``compression``; ``ConsumerConfig`` and ``ConsumerInfo``: priority
+groups and pausing, see :mod:`jsclient._api_consumer`); it is nats-py's own
+class once that has them, with the same fields and values, so a nats-py upgrade
+changes nothing for users.
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ from nats.js.api import (
     AckPolicy,
     APIStats,
     ClusterInfo,
-    ConsumerConfig,
-    ConsumerInfo,
     DeliverPolicy,
     DiscardPolicy,
     ExternalStream,
@@ -47,6 +48,13 @@ from nats.js.api import (
 )
 from nats.js.api import (
     KeyValueConfig as _NatsKeyValueConfig,
+)
+
+from jsclient._api_consumer import (
+    ConsumerConfig,
+    ConsumerInfo,
+    PriorityGroupState,
+    PriorityPolicy,
 )
 
 _KV_EXTRA = ("mirror", "sources", "compression")
@@ -85,6 +93,8 @@ __all__ = [
     "LostStreamData",
     "PeerInfo",
     "Placement",
+    "PriorityGroupState",
+    "PriorityPolicy",
     "PubAck",
     "RawStreamMsg",
     "RePublish",

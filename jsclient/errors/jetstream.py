@@ -95,6 +95,40 @@ class StreamNotMatchError(BadRequestError):
     """err_code 10060: the message went to a stream other than the expected one."""
 
 
+if hasattr(_jse, "ConsumerInvalidResetError"):  # nats-py 2.16 and later
+
+    class ConsumerInvalidResetError(BadRequestError, _jse.ConsumerInvalidResetError):
+        """err_code 10204: a consumer reset to a sequence its deliver policy does not allow."""
+
+else:
+
+    class ConsumerInvalidResetError(BadRequestError):  # type: ignore[no-redef]
+        """err_code 10204: a consumer reset to a sequence its deliver policy does not allow."""
+
+
+class FeatureNotSupportedError(JetStreamError):
+    """The server is too old for a feature: its JetStream API level is below the one needed.
+
+    ``feature`` names it, ``required_level`` is the level it needs (1: server
+    2.11, 2: 2.12, 4: 2.14) and ``server_level`` the server's. Checked before
+    the request that needs it is sent.
+    """
+
+    default_message = "nats: feature not supported by the server"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        feature: str = "",
+        required_level: int = 0,
+        server_level: int = 0,
+    ) -> None:
+        JetStreamError.__init__(self, message)
+        self.feature = feature
+        self.required_level = required_level
+        self.server_level = server_level
+
+
 class InvalidStreamNameError(JetStreamError):
     """A stream name is empty or contains '.', '*', '>' or whitespace."""
 
@@ -119,6 +153,7 @@ API_ERRORS_BY_ERR_CODE: dict[int, type[APIError]] = {
     10071: WrongLastSequenceError,
     10070: WrongLastMsgIDError,
     10060: StreamNotMatchError,
+    10204: ConsumerInvalidResetError,
 }
 
 _API_ERRORS_BY_CODE: dict[int, type[APIError]] = {

@@ -20,6 +20,7 @@ from nats.nuid import NUID
 from jsclient import errors
 from jsclient.api import AccountInfo, ConsumerInfo, DeliverPolicy, PubAck, StreamInfo
 from jsclient.jetstream._async_pub import AsyncPublisher
+from jsclient.jetstream._consumer_admin import ConsumerAdmin
 from jsclient.jetstream._names import (
     ConsumerConfigLike,
     StreamConfigLike,
@@ -53,11 +54,12 @@ DEFAULT_PREFIX = "$JS.API"
 _DEFAULT = object()
 
 
-class JetStream(KeyValueManager):
+class JetStream(KeyValueManager, ConsumerAdmin):
     """Entry point to JetStream on one connection; get it with ``nc.jetstream()``.
 
     Key-Value buckets: ``create_key_value``, ``key_value`` and the rest (see
-    :mod:`jsclient.jetstream.kv`).
+    :mod:`jsclient.jetstream.kv`). Consumer pause, resume, unpin and reset: see
+    :mod:`jsclient.jetstream._consumer_admin`.
 
     ``domain`` addresses another JetStream domain (API prefix ``$JS.<domain>.API``);
     ``timeout`` bounds every API request and the default ``publish`` wait.
@@ -230,6 +232,7 @@ class JetStream(KeyValueManager):
             check_consumer_name(cfg.name)
         if cfg.durable_name is not None:
             check_consumer_name(cfg.durable_name)
+        self._check_consumer_config(cfg)  # an older server would drop newer fields
         name = cfg.name or cfg.durable_name
         if name is None:
             if action == "update":
