@@ -12,7 +12,10 @@ Each call is one request:
   with ``{"seq": N}`` or an empty body: pending and redelivered messages are
   forgotten and delivery starts again at stream sequence ``N`` (without one:
   just above the ack floor). The answer is the consumer's info plus
-  ``reset_seq``.
+  ``reset_seq``. Each consumer answers its own reset subject, and the API's
+  wildcard takes the request even for a consumer that does not exist, so
+  nothing would answer until the timeout: the consumer's info is asked first
+  (``ConsumerNotFoundError`` at once).
 
 An older server would ignore fields it does not know, or not answer an API
 subject it lacks, so the server's API level (``$JS.API.INFO``, asked once per
@@ -160,10 +163,7 @@ class ConsumerAdmin:
             raise ValueError(f"seq must be a positive int (a stream sequence), got {seq!r}")
         self._require_api_level(LEVEL_RESET, "consumer reset")
         js = cast("Context", self)
-        # Each consumer answers its own RESET subject, and the API's wildcard takes
-        # the request even when there is no such consumer: nothing would answer
-        # until the timeout. Asking for its info first gives the typed not-found.
-        js._consumer_info(stream, name)
+        js._consumer_info(stream, name)  # a typed not-found now, not a timeout later
         body: dict[str, Any] | bytes = b"" if seq is None else {"seq": seq}
         resp = js._api_request(f"CONSUMER.RESET.{stream}.{name}", body)
         reset_seq = resp.pop("reset_seq", 0)

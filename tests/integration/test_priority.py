@@ -414,6 +414,34 @@ def test_consume_with_min_pending_waits_for_a_backlog(nc: jsclient.Client, js: J
     assert not w.errors
 
 
+def test_every_pull_form_sends_the_group(nc: jsclient.Client, js: JetStream) -> None:
+    c = _overflow(js)
+    _publish(nc, 7)
+    assert len(list(c.fetch_no_wait(2, group=GROUP))) == 2
+    # 2 unacked: min_ack_pending 2 is met, and stays met as more are delivered.
+    got = list(c.fetch_bytes(10_000, expires=1.0, group=GROUP, min_ack_pending=2))
+    assert [m.data for m in got] == [b"2", b"3", b"4", b"5", b"6"]
+    with pytest.raises(errors.TimeoutError):
+        c.next(timeout=0.5, group=GROUP, min_pending=1)  # nothing pending now
+    psub = js.pull_subscribe(
+        "jobs.>",
+        "made",
+        stream="JOBS",
+        config=ConsumerConfig(priority_groups=[GROUP], priority_policy="overflow"),
+    )
+    try:
+        assert psub.consumer_info().config.priority_policy == "overflow"
+        # 7 pending: served while at least 2 are pending before each delivery.
+        assert len(psub.fetch(7, timeout=2.0, group=GROUP, min_pending=2)) == 6
+        with pytest.raises(errors.TimeoutError):
+            psub.fetch(1, timeout=0.5, group=GROUP, min_pending=2)
+        assert [m.data for m in psub.fetch(1, timeout=2.0, group=GROUP)] == [b"6"]
+        with pytest.raises(errors.PriorityGroupRequiredError):
+            psub.fetch(1, timeout=1.0)
+    finally:
+        psub.unsubscribe()
+
+
 # -- prioritized -------------------------------------------------------------
 
 
