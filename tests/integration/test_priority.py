@@ -213,8 +213,8 @@ def test_one_pinned_client_at_a_time_and_takeover_after_the_timeout(
         w1.stop()
         t0 = time.monotonic()
         _wait_for(lambda: _pin_of(c1) is None)
-        # 2.5 s after c1's last pull, made less than 1 s before it stopped.
-        assert time.monotonic() - t0 >= 1.2
+        # 2.5 s after c1's last pull, made about 1 s or less before it stopped.
+        assert time.monotonic() - t0 >= 0.8
         _publish(nc, 10, start=31)
         _wait_for(lambda: w2.count() == 10)
         pin2 = c2._pull_engine().pin_id
