@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
 
 #: JetStream API level -> the first server release with it.
-SERVER_OF_LEVEL = {1: "2.11", 2: "2.12", 3: "2.13", 4: "2.14", 5: "2.15"}
+SERVER_OF_LEVEL = {1: "2.11", 2: "2.12", 3: "2.12.5", 4: "2.14", 5: "2.15"}
 LEVEL_PAUSE = 1
 LEVEL_PRIORITY_GROUPS = 1
 LEVEL_PRIORITIZED = 2
