@@ -5,8 +5,10 @@ jsclient does not hand-write these classes: ``StreamConfig``, ``ConsumerConfig``
 clients. Where nats-py's class lacks fields a server feature needs, the class
 here extends it with just those fields (``KeyValueConfig``: ``mirror``,
 ``sources``, ``compression``; ``ObjectStoreConfig``: ``metadata``,
-``compression``; ``ObjectMeta`` and ``ObjectInfo``: ``metadata``); it is
-nats-py's own class once that has them.
+``compression``; ``ObjectMeta`` and ``ObjectInfo``: ``metadata``;
+``ConsumerConfig`` and ``ConsumerInfo``: priority groups and pausing, see
+:mod:`jsclient._api_consumer`); it is nats-py's own class once that has them,
+with the same fields and values, so a nats-py upgrade changes nothing for users.
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from nats.js.api import (
     AckPolicy,
     APIStats,
     ClusterInfo,
-    ConsumerConfig,
-    ConsumerInfo,
     DeliverPolicy,
     DiscardPolicy,
     ExternalStream,
@@ -60,6 +60,13 @@ from nats.js.api import (
 )
 from nats.js.api import (
     ObjectStoreConfig as _NatsObjectStoreConfig,
+)
+
+from jsclient._api_consumer import (
+    ConsumerConfig,
+    ConsumerInfo,
+    PriorityGroupState,
+    PriorityPolicy,
 )
 
 
@@ -158,6 +165,8 @@ __all__ = [
     "ObjectStoreConfig",
     "PeerInfo",
     "Placement",
+    "PriorityGroupState",
+    "PriorityPolicy",
     "PubAck",
     "RawStreamMsg",
     "RePublish",

@@ -104,3 +104,40 @@ class SequenceMismatchError(JetStreamError, _jse.ConsumerSequenceMismatchError):
             f"{self.consumer_sequence}, the server sent up to {self.last_consumer_sequence}; "
             f"resume from stream sequence {self.stream_resume_sequence}"
         )
+
+
+class PinIdMismatchError(StatusError):
+    """423: the pull carried a pin id that is no longer the consumer's (ADR-42).
+
+    The client lost the pin of a ``pinned_client`` priority group; it forgets the
+    id and pulls on as an unpinned client. A consume/messages sends it to the
+    error callback as a notice.
+    """
+
+
+class PriorityGroupError(JetStreamError, ValueError):
+    """A pull's priority-group options do not fit the consumer (ADR-42).
+
+    Checked against the consumer's cached info before anything is sent.
+    """
+
+    default_message = "nats: pull options do not fit the consumer's priority groups"
+
+
+class PriorityGroupRequiredError(PriorityGroupError):
+    """The consumer has priority groups and the pull names none (``group=``)."""
+
+    default_message = "nats: this consumer has priority groups: pass group="
+
+
+class InvalidPriorityGroupError(PriorityGroupError):
+    """The pull names a group the consumer does not have (or it has no groups)."""
+
+    default_message = "nats: invalid priority group for this consumer"
+
+
+class PriorityPolicyError(PriorityGroupError):
+    """A pull option needs another priority policy: ``min_pending`` and
+    ``min_ack_pending`` need ``overflow``, ``priority`` needs ``prioritized``."""
+
+    default_message = "nats: pull option not valid for the consumer's priority policy"

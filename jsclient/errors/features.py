@@ -24,18 +24,22 @@ from jsclient.errors.jetstream import (
 
 
 class FeatureNotSupportedError(JetStreamError):
-    """The server's JetStream API level is below what the feature needs.
+    """The server is too old for a feature: its JetStream API level is below the one needed.
 
     ``feature`` names it, ``required_level`` is the level it needs (1: server
-    2.11, 2: 2.12, 4: 2.14) and ``server_level`` what ``$JS.API.INFO`` reported.
+    2.11, 2: 2.12, 4: 2.14) and ``server_level`` what ``$JS.API.INFO``
+    reported. Checked before the request that needs it is sent.
     """
 
     default_message = "nats: the server does not support this JetStream feature"
+    #: JetStream API level -> the first server release with it.
+    SERVERS = {1: "2.11", 2: "2.12", 3: "2.12.5", 4: "2.14", 5: "2.15"}
 
     def __init__(self, feature: str = "", required_level: int = 0, server_level: int = 0) -> None:
+        server = self.SERVERS.get(required_level, f"with API level {required_level}")
         super().__init__(
-            f"nats: {feature} needs JetStream API level {required_level} "
-            f"(the server has {server_level})"
+            f"nats: {feature} needs nats-server {server} or later (JetStream API level "
+            f"{required_level}); the server has level {server_level}"
             if feature
             else None
         )

@@ -95,6 +95,17 @@ class StreamNotMatchError(BadRequestError):
     """err_code 10060: the message went to a stream other than the expected one."""
 
 
+if hasattr(_jse, "ConsumerInvalidResetError"):  # nats-py 2.16 and later
+
+    class ConsumerInvalidResetError(BadRequestError, _jse.ConsumerInvalidResetError):
+        """err_code 10204: a consumer reset to a sequence its deliver policy does not allow."""
+
+else:
+
+    class ConsumerInvalidResetError(BadRequestError):  # type: ignore[no-redef]
+        """err_code 10204: a consumer reset to a sequence its deliver policy does not allow."""
+
+
 class InvalidStreamNameError(JetStreamError):
     """A stream name is empty or contains '.', '*', '>' or whitespace."""
 
@@ -119,6 +130,7 @@ API_ERRORS_BY_ERR_CODE: dict[int, type[APIError]] = {
     10071: WrongLastSequenceError,
     10070: WrongLastMsgIDError,
     10060: StreamNotMatchError,
+    10204: ConsumerInvalidResetError,
 }
 
 _API_ERRORS_BY_CODE: dict[int, type[APIError]] = {

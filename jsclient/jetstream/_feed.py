@@ -20,6 +20,7 @@ from jsclient.jetstream._pull_engine import (
     HEARTBEAT,
     HEARTBEAT_FACTOR,
     NO_MESSAGES,
+    PIN_MISMATCH,
     PULL_ENDED,
     REQUEST_TIMEOUT,
     RESET,
@@ -256,9 +257,9 @@ class Feed:
                 pm, pb = _js_headers(hdr)[:2]
                 self.counter.on_status(pm, pb)
         elif kind == RESET:
-            if code == 423:
-                self.engine.pin_id = None
-            self.report(errors.StatusError(code, description))
+            if code == PIN_MISMATCH:
+                self.engine.pin_id = None  # pull on as an unpinned client (ADR-42)
+            self.report(status_error(code, description, kind))
             if fresh:
                 self.counter.reset()
                 self.open.clear()
@@ -304,7 +305,7 @@ class Feed:
                 opts.expires,
                 opts.heartbeat,
                 False,
-                opts.group,
+                opts.prio,
             )
         except errors.ConnectionClosedError:
             raise Terminal(errors.ConnectionClosedError(), report=False)

@@ -8,7 +8,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient._threads import TimerHandle
@@ -17,15 +17,22 @@ from jsclient.jetstream._pull_engine import (
     FLOW_CONTROL,
     HEARTBEAT,
     HEARTBEAT_FACTOR,
+    PIN_MISMATCH,
     WAIT_SLICE,
     Engine,
     pull_status,
 )
 from jsclient.msg import Msg
 
+if TYPE_CHECKING:
+    from jsclient.jetstream._priority import Priority
+
 ErrorCallback = Callable[[BaseException], Any]
 _mono = time.monotonic
 _END = object()
+_REPULL = object()
+#: A pull that lost its pin is made again only with at least this much time left.
+MIN_REPULL_EXPIRES = 0.05
 
 
 class FetchBatch:
@@ -37,6 +44,10 @@ class FetchBatch:
     ``None`` for ordinary ends (no messages, request timeout, expiry), else the
     status error (``ConsumerDeletedError``, ``StatusError`` for a ``409
     Exceeded Max*`` refusal, ``NoRespondersError``, ``NoHeartbeatError``...).
+
+    A pull of a pinned priority group answered ``423`` (this client lost the
+    pin) is made again, without the pin id, for what is still missing and
+    within the time left, by the thread iterating the batch.
     """
 
     def __init__(
@@ -47,12 +58,14 @@ class FetchBatch:
         expires: float,
         heartbeat: float,
         no_wait: bool = False,
-        group: str | None = None,
+        prio: Priority | None = None,
     ) -> None:
         self._engine = engine
         self._batch = batch
         self._max_bytes = max_bytes
         self._heartbeat = heartbeat
+        self._no_wait = no_wait
+        self._prio = prio
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._put = self._q.put
         self._count = 0
@@ -67,6 +80,7 @@ class FetchBatch:
         self._reading = 0  # threads blocked in __next__ (see _drain_wait)
         guard = (engine.js._timeout if no_wait else expires) + EXPIRY_GUARD
         self._deadline = self._last + guard
+        self._expires_at = self._last + expires
         inbox = engine.take_inbox()
         self._inbox = inbox
         self._reply = inbox.prefix + str(next(engine.tokens))
@@ -78,7 +92,7 @@ class FetchBatch:
         inbox.target = self._on_msg
         engine.client._drainables.add(self)
         try:
-            engine.publish_pull(self._reply, batch, max_bytes, expires, heartbeat, no_wait, group)
+            engine.publish_pull(self._reply, batch, max_bytes, expires, heartbeat, no_wait, prio)
         except BaseException:
             self._end(None)
             raise
@@ -109,15 +123,17 @@ class FetchBatch:
             return  # a status of an earlier pull on this inbox
         self._last = _mono()
         kind, error = pull_status(self._engine, code, description)
-        if kind not in (HEARTBEAT, FLOW_CONTROL):
+        if code == PIN_MISMATCH and not self._ended:
+            self._put(_REPULL)  # made again by the iterating thread, not the reader
+        elif kind not in (HEARTBEAT, FLOW_CONTROL):
             self._end(error)
 
     # -- timer thread ------------------------------------------------------
 
     def _watch(self) -> None:
-        if self._ended:
-            return
         hb = self._heartbeat
+        if self._ended or not hb:
+            return  # ended, or re-pulled without heartbeats
         if _mono() - self._last > HEARTBEAT_FACTOR * hb:
             self._end(errors.NoHeartbeatError())
             return
@@ -179,11 +195,43 @@ class FetchBatch:
                     self._done = True
                     self._engine.client._drainables.discard(self)
                     raise StopIteration
+                if item is _REPULL:
+                    self._repull()
+                    continue
                 self._taken_at = _mono()
                 msg: Msg = item
                 return msg
         finally:
             self._reading -= 1
+
+    def _repull(self) -> None:
+        """Pull again, unpinned, for what is missing (the server dropped the pull)."""
+        if self._ended:
+            return
+        left = 0.0 if self._no_wait else self._expires_at - _mono()
+        if not self._no_wait and left < MIN_REPULL_EXPIRES:
+            self._end(None)
+            return
+        hb = self._heartbeat if 2 * self._heartbeat <= left else 0.0
+        self._heartbeat = hb
+        max_bytes = self._max_bytes
+        if max_bytes:
+            max_bytes = max(1, max_bytes - self._bytes)
+        engine = self._engine
+        # A new token: a late status of the dropped pull cannot end this one.
+        self._reply = self._inbox.prefix + str(next(engine.tokens))
+        try:
+            engine.publish_pull(
+                self._reply,
+                max(1, self._batch - self._count),
+                max_bytes,
+                left,
+                hb,
+                self._no_wait,
+                self._prio,
+            )
+        except errors.Error as exc:
+            self._end(exc)
 
     # -- nc.drain() ----------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from jsclient import errors
 from jsclient.api import PubAck
+from jsclient.jetstream._api_level import ApiLevel
 from jsclient.jetstream.batch import AtomicBatch
 from jsclient.jetstream.counters import Counters
 from jsclient.jetstream.fast import ErrorCallback, FastPublisher
@@ -29,32 +30,11 @@ LEVEL_2_12 = 2  # counters, schedules, atomic batches
 LEVEL_2_14 = 4  # fast ingest, end-of-batch commits, cron time zones
 
 
-class MessagesManager:
+class MessagesManager(ApiLevel):
     """The message features' part of the JetStream context."""
-
-    # The server's API level, asked once (a context talks to one JetStream).
-    _api_level_seen: int | None = None
 
     def _mctx(self) -> Context:
         return cast("Context", self)
-
-    def _api_level(self) -> int:
-        level = self._api_level_seen
-        if level is None:
-            api = self._mctx()._api_request("INFO").get("api") or {}
-            raw = api.get("level") if isinstance(api, dict) else None
-            level = raw if type(raw) is int and raw >= 0 else 0
-            self._api_level_seen = level
-        return level
-
-    def _require_api_level(self, level: int, feature: str) -> None:
-        """FeatureNotSupportedError unless the server's API level is ``level`` or more."""
-        seen = self._api_level_seen
-        if seen is not None and seen >= level:
-            return
-        server = self._api_level()
-        if server < level:
-            raise errors.FeatureNotSupportedError(feature, level, server)
 
     def publish_schedule(
         self,

@@ -10,8 +10,12 @@ consumers in directories named after them.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
+
+from nats.js.api import ConsumerConfig as _NatsConsumerConfig
 
 from jsclient import errors
 from jsclient.api import ConsumerConfig, StreamConfig
@@ -61,11 +65,30 @@ def stream_config(config: StreamConfigLike | None, fields: dict[str, Any]) -> St
 
 
 def consumer_config(config: ConsumerConfigLike | None, fields: dict[str, Any]) -> ConsumerConfig:
-    """A ConsumerConfig from a config object or mapping plus keyword fields (which win)."""
+    """A ConsumerConfig from a config object or mapping plus keyword fields (which win).
+
+    nats-py's own ConsumerConfig is taken too, and ``pause_until`` may be given
+    as a timezone-aware datetime (it is held as RFC 3339 text, as nats-py does).
+    """
     if config is None:
-        return ConsumerConfig(**fields)
-    if isinstance(config, ConsumerConfig):
-        return config.evolve(**fields) if fields else config
-    if isinstance(config, Mapping):
-        return ConsumerConfig(**{**config, **fields})
-    raise TypeError(f"config must be a ConsumerConfig, not {type(config).__name__}")
+        cfg = ConsumerConfig(**fields)
+    elif isinstance(config, ConsumerConfig):
+        cfg = config.evolve(**fields) if fields else config
+    elif isinstance(config, Mapping):
+        cfg = ConsumerConfig(**{**config, **fields})
+    elif isinstance(config, _NatsConsumerConfig):  # nats-py's, where jsclient's extends it
+        values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+        cfg = ConsumerConfig(**{**values, **fields})
+    else:
+        raise TypeError(f"config must be a ConsumerConfig, not {type(config).__name__}")
+    if isinstance(cfg.pause_until, _dt.datetime):
+        cfg = cfg.evolve(pause_until=utc_rfc3339(cfg.pause_until))
+    return cfg
+
+
+def utc_rfc3339(when: _dt.datetime) -> str:
+    """An aware datetime as the RFC 3339 UTC text the server reads (microseconds)."""
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError(f"a timezone-aware datetime is needed, got the naive {when!r}")
+    naive = when.astimezone(_dt.UTC).replace(tzinfo=None)
+    return naive.isoformat(timespec="microseconds") + "Z"

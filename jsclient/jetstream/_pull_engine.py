@@ -45,6 +45,7 @@ from jsclient.msg import ACK_NONE_POLICY, Msg
 if TYPE_CHECKING:
     from jsclient._core import Core
     from jsclient.jetstream._ctx import Context
+    from jsclient.jetstream._priority import Priority
 
 _status = _impl.status
 _status_of = _status.status_of
@@ -69,6 +70,8 @@ EXPIRY_GUARD = 1.0
 #: A missed heartbeat is declared after this many intervals without a message.
 HEARTBEAT_FACTOR = 2.0
 PIN_HDR = b"Nats-Pin-Id"
+#: 423: the pull's pin id is not the pinned client's (ADR-42).
+PIN_MISMATCH = 423
 
 #: Queued by stop()/drain() to wake the consuming thread.
 STOP = object()
@@ -124,6 +127,8 @@ def status_error(code: int, description: str, kind: int) -> errors.Error:
         return errors.ConsumerIsPushBasedError(code, description)
     if kind == NO_RESPONDERS:
         return errors.NoRespondersError()
+    if code == PIN_MISMATCH:
+        return errors.PinIdMismatchError(code, description)
     return errors.StatusError(code, description)
 
 
@@ -140,12 +145,13 @@ def pull_status(engine: Engine, code: int, description: str) -> tuple[int, error
     read statuses from one table. Returns ``(kind, error)``: for HEARTBEAT and
     FLOW_CONTROL the pull goes on; NO_MESSAGES, REQUEST_TIMEOUT and PULL_ENDED
     end it normally (``error`` None); any other kind ends it with ``error``
-    (for RESET a StatusError, and a 423 makes the engine forget its pin id).
+    (for RESET a StatusError; a 423 is a PinIdMismatchError and makes the engine
+    forget its pin id, so that the next pull is an unpinned client's).
     """
     kind = _classify(code, description)
     if kind in _PULL_GOES_ON or kind in _PULL_ENDS_NORMALLY:
         return kind, None
-    if kind == RESET and code == 423:
+    if code == PIN_MISMATCH:
         engine.pin_id = None
     return kind, status_error(code, description, kind)
 
@@ -164,7 +170,7 @@ class PullOptions:
     heartbeat: float
     threshold_messages: int
     threshold_bytes: int
-    group: str | None = None
+    prio: Priority | None = None
     err_on_missing_heartbeat: bool = False
 
 
@@ -181,7 +187,7 @@ def continuous_options(
     heartbeat: float | None,
     threshold_messages: int | None,
     threshold_bytes: int | None,
-    group: str | None = None,
+    prio: Priority | None = None,
     err_on_missing_heartbeat: bool = False,
 ) -> PullOptions:
     """ADR-37 defaults and checks for consume/messages (500 msgs, 30 s, hb expires/2 <= 30 s)."""
@@ -203,7 +209,7 @@ def continuous_options(
         if not isinstance(tb, int) or not 0 <= tb <= mb:
             raise ValueError(f"threshold_bytes must be an int in [0, max_bytes], got {tb!r}")
         return PullOptions(
-            BYTES_MODE_BATCH, mb, expires, heartbeat, 0, tb, group, err_on_missing_heartbeat
+            BYTES_MODE_BATCH, mb, expires, heartbeat, 0, tb, prio, err_on_missing_heartbeat
         )
     mm = 500 if max_messages is None else positive_int("max_messages", max_messages)
     if threshold_bytes is not None:
@@ -211,7 +217,7 @@ def continuous_options(
     tm = mm // 2 if threshold_messages is None else threshold_messages
     if not isinstance(tm, int) or not 0 <= tm <= mm:
         raise ValueError(f"threshold_messages must be an int in [0, max_messages], got {tm!r}")
-    return PullOptions(mm, 0, expires, heartbeat, tm, 0, group, err_on_missing_heartbeat)
+    return PullOptions(mm, 0, expires, heartbeat, tm, 0, prio, err_on_missing_heartbeat)
 
 
 def fetch_heartbeat(expires: float, heartbeat: float | None) -> float:
@@ -259,8 +265,8 @@ class Engine:
         self.name = name
         self.ack_none = ack_none
         self.next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{name}".encode()
-        #: Nats-Pin-Id of the last message of a pinned priority group (sent as "id").
-        self.pin_id: str | None = None
+        self._pin_id: str | None = None
+        self._pin_line: bytes | None = None
         self.tokens: Iterator[int] = _impl.writer.Counter(1)
         self.free: list[_Inbox] = []
         self._sids: list[int] = []
@@ -274,6 +280,19 @@ class Engine:
 
         A fetch still running on one then ends at its guard."""
         self._finalizer()
+
+    @property
+    def pin_id(self) -> str | None:
+        """The ``Nats-Pin-Id`` the server gave this client for a ``pinned_client``
+        priority group; sent as ``"id"`` with every pull of the group (ADR-42)."""
+        return self._pin_id
+
+    @pin_id.setter
+    def pin_id(self, pin: str | None) -> None:
+        self._pin_id = pin
+        # The header line as the server writes it: messages that carry the pin we
+        # know already are recognised by one substring search, without parsing.
+        self._pin_line = None if pin is None else f"{PIN_HDR.decode()}: {pin}\r\n".encode()
 
     def take_inbox(self) -> _Inbox:
         try:
@@ -291,9 +310,13 @@ class Engine:
         expires: float,
         heartbeat: float,
         no_wait: bool = False,
-        group: str | None = None,
+        prio: Priority | None = None,
     ) -> None:
-        """Publish one ``CONSUMER.MSG.NEXT`` request (times in seconds, sent in ns)."""
+        """Publish one ``CONSUMER.MSG.NEXT`` request (times in seconds, sent in ns).
+
+        A pull of a priority group carries ``prio``'s fields and, once the
+        server pinned this client, its pin id.
+        """
         req: dict[str, Any] = {"batch": batch}
         if no_wait:
             req["no_wait"] = True
@@ -303,11 +326,11 @@ class Engine:
             req["max_bytes"] = max_bytes
         if heartbeat > 0:
             req["idle_heartbeat"] = int(heartbeat * 1e9)
-        if group is not None:
-            req["group"] = group
-        pin = self.pin_id
-        if pin:
-            req["id"] = pin
+        if prio is not None:
+            prio.add_to(req)
+            pin = self._pin_id
+            if pin:
+                req["id"] = pin
         body = json.dumps(req, separators=(",", ":")).encode()
         data = b"PUB %s %s %d\r\n%s\r\n" % (self.next_subject, reply.encode(), len(body), body)
         self.client._publish_raw(data, len(body))
@@ -330,6 +353,9 @@ class Engine:
         return None
 
     def remember_pin(self, hdr: bytes) -> None:
+        line = self._pin_line
+        if line is not None and line in hdr:
+            return  # the pin we have (every message of a pinned client carries it)
         pin = _status.header_value(hdr, "Nats-Pin-Id")
         if pin:
             self.pin_id = pin

@@ -1,14 +1,17 @@
-"""A handle on one consumer (ADR-37): info and delete here; fetch, next, consume and
-messages come from the pull engine's mixin."""
+"""A handle on one consumer (ADR-37): info, delete, pause/resume, unpin and reset here;
+fetch, next, consume and messages come from the pull engine's mixin."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from jsclient.api import ConsumerInfo
+from jsclient.jetstream._consumer_admin import check_unpin_group
 from jsclient.jetstream.pull import PullConsumerMixin
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from jsclient.jetstream._ctx import Context
 
 
@@ -39,3 +42,33 @@ class Consumer(PullConsumerMixin):
     def delete(self) -> None:
         """Delete this consumer on the server."""
         self._js.delete_consumer(self.stream_name, self.name)
+
+    def pause(self, until: datetime | float) -> datetime:
+        """Pause deliveries until ``until`` (a timezone-aware datetime, or seconds from
+        now); returns when the server resumes it (UTC). Pulls wait meanwhile.
+        Server 2.11+; a time in the past leaves the consumer running."""
+        return self._js.pause_consumer(self.stream_name, self.name, until)
+
+    def resume(self) -> None:
+        """Resume a paused consumer now. Server 2.11+."""
+        self._js.resume_consumer(self.stream_name, self.name)
+
+    def unpin(self, group: str) -> None:
+        """Unpin the client pinned to ``group`` (``pinned_client`` policy, ADR-42); the
+        server pins another pulling client. If that was this handle, it forgets its
+        pin id and competes again as an unpinned client."""
+        check_unpin_group(self._cached_info, group)
+        self._js.unpin_consumer(self.stream_name, self.name, group)
+        engine = self._jsclient_pull_engine
+        if engine is not None:
+            engine.pin_id = None
+
+    def reset(self, seq: int | None = None) -> int:
+        """Reset the delivery state (ADR-60, server 2.14+): pending and redelivered
+        messages are forgotten and delivery starts again at stream sequence ``seq``
+        (default: just above the ack floor). Returns the sequence reset to, and
+        refreshes ``cached_info``. ConsumerInvalidResetError when the deliver
+        policy does not allow ``seq``."""
+        reset_seq, info = self._js._reset(self.stream_name, self.name, seq)
+        self._cached_info = info
+        return reset_seq

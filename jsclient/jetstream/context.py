@@ -20,6 +20,7 @@ from nats.nuid import NUID
 from jsclient import errors
 from jsclient.api import AccountInfo, ConsumerInfo, DeliverPolicy, PubAck, StreamInfo
 from jsclient.jetstream._async_pub import AsyncPublisher
+from jsclient.jetstream._consumer_admin import ConsumerAdmin
 from jsclient.jetstream._messages import MessagesManager
 from jsclient.jetstream._names import (
     ConsumerConfigLike,
@@ -55,14 +56,15 @@ DEFAULT_PREFIX = "$JS.API"
 _DEFAULT = object()
 
 
-class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager):
+class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAdmin):
     """Entry point to JetStream on one connection; get it with ``nc.jetstream()``.
 
     Key-Value buckets: ``create_key_value``, ``key_value`` and the rest (see
     :mod:`jsclient.jetstream.kv`); object stores: ``create_object_store``,
     ``object_store`` and the rest (see :mod:`jsclient.jetstream.obj`).
     Schedules, counters and batch publish of servers 2.11-2.14: see
-    :mod:`jsclient.jetstream._messages`.
+    :mod:`jsclient.jetstream._messages`. Consumer pause, resume, unpin and
+    reset: see :mod:`jsclient.jetstream._consumer_admin`.
 
     ``domain`` addresses another JetStream domain (API prefix ``$JS.<domain>.API``);
     ``timeout`` bounds every API request and the default ``publish`` wait.
@@ -235,6 +237,7 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager):
             check_consumer_name(cfg.name)
         if cfg.durable_name is not None:
             check_consumer_name(cfg.durable_name)
+        self._check_consumer_config(cfg)  # an older server would drop newer fields
         name = cfg.name or cfg.durable_name
         if name is None:
             if action == "update":

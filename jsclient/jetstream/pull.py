@@ -13,6 +13,12 @@ Concurrency on one consumer instance: fetches, consumes and ``messages``
 iterators may run side by side; each gets an inbox of its own (fetches borrow
 from a small pool, so sequential fetches reuse one subscription). They then
 share the consumer's messages as the server hands them out.
+
+Priority groups (ADR-42): every operation takes ``group``, ``min_pending``,
+``min_ack_pending`` and ``priority``, checked against the consumer's cached
+info before anything is sent (see :mod:`jsclient.jetstream._priority`). One
+consumer instance is one client of a ``pinned_client`` group: its pulls share
+the pin id the server gave it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.jetstream._feed import Feed
+from jsclient.jetstream._priority import Priority, priority_options
 from jsclient.jetstream._pull_engine import (
     BYTES_MODE_BATCH,
     Engine,
@@ -73,6 +80,15 @@ class PullConsumerMixin:
             self._jsclient_pull_engine = engine
         return engine
 
+    def _priority(
+        self,
+        group: str | None,
+        min_pending: int | None,
+        min_ack_pending: int | None,
+        priority: int | None,
+    ) -> Priority | None:
+        return priority_options(self._cached_info, group, min_pending, min_ack_pending, priority)
+
     # -- one pull ----------------------------------------------------------
 
     def fetch(
@@ -82,16 +98,24 @@ class PullConsumerMixin:
         expires: float = 30.0,
         heartbeat: float | None = None,
         group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
     ) -> FetchBatch:
         """Pull up to ``max_messages``; the batch yields them as they arrive.
 
         ``heartbeat`` defaults to 5 s when ``expires >= 10`` s (a pull whose
         server went away then ends with ``NoHeartbeatError`` instead of waiting
-        for the guard). ``group`` names a priority group.
+        for the guard). ``group`` names the priority group, required on a
+        consumer with priority groups; ``min_pending`` / ``min_ack_pending``
+        (policy ``overflow``) serve the pull only while the consumer has at
+        least that many messages pending / awaiting acks; ``priority`` (0-9,
+        policy ``prioritized``) ranks it, lower first.
         """
         batch = positive_int("max_messages", max_messages)
         hb = fetch_heartbeat(expires, heartbeat)
-        return FetchBatch(self._pull_engine(), batch, 0, expires, hb, False, group)
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
+        return FetchBatch(self._pull_engine(), batch, 0, expires, hb, False, prio)
 
     def fetch_bytes(
         self,
@@ -100,28 +124,53 @@ class PullConsumerMixin:
         expires: float = 30.0,
         heartbeat: float | None = None,
         group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
     ) -> FetchBatch:
-        """Pull up to ``max_bytes`` bytes of messages (ADR-37 sizes)."""
+        """Pull up to ``max_bytes`` bytes of messages (ADR-37 sizes); options as ``fetch``."""
         limit = positive_int("max_bytes", max_bytes)
         hb = fetch_heartbeat(expires, heartbeat)
-        return FetchBatch(self._pull_engine(), BYTES_MODE_BATCH, limit, expires, hb, False, group)
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
+        return FetchBatch(self._pull_engine(), BYTES_MODE_BATCH, limit, expires, hb, False, prio)
 
-    def fetch_no_wait(self, max_messages: int = 100, *, group: str | None = None) -> FetchBatch:
+    def fetch_no_wait(
+        self,
+        max_messages: int = 100,
+        *,
+        group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
+    ) -> FetchBatch:
         """Take up to ``max_messages`` that are available now; never waits for more."""
         batch = positive_int("max_messages", max_messages)
-        return FetchBatch(self._pull_engine(), batch, 0, 0.0, 0.0, True, group)
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
+        return FetchBatch(self._pull_engine(), batch, 0, 0.0, 0.0, True, prio)
 
-    def next(self, timeout: float | None = 30.0, *, group: str | None = None) -> Msg:
+    def next(
+        self,
+        timeout: float | None = 30.0,
+        *,
+        group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
+    ) -> Msg:
         """One message, or ``TimeoutError`` after ``timeout`` seconds (``None``: no limit).
 
         A pull that ends with an error status raises that error; ``timeout <= 0``
-        makes a no-wait pull.
+        makes a no-wait pull. Priority-group options as ``fetch``.
         """
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
+        engine = self._pull_engine()
         while True:
             if timeout is not None and timeout <= 0:
-                batch = self.fetch_no_wait(1, group=group)
+                batch = FetchBatch(engine, 1, 0, 0.0, 0.0, True, prio)
             else:
-                batch = self.fetch(1, expires=30.0 if timeout is None else timeout, group=group)
+                expires = 30.0 if timeout is None else timeout
+                hb = fetch_heartbeat(expires, None)
+                batch = FetchBatch(engine, 1, 0, expires, hb, False, prio)
             for msg in batch:
                 return msg
             if batch.error is not None:
@@ -151,6 +200,9 @@ class PullConsumerMixin:
         threshold_bytes: int | None = None,
         error_cb: ErrorCallback | None = None,
         group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
     ) -> ConsumeContext:
         """Pull continuously and run ``callback(msg)`` on a dispatcher thread.
 
@@ -158,12 +210,14 @@ class PullConsumerMixin:
         with it) and re-pulls as soon as the pending count falls to the
         threshold (default half). Heartbeats are always on (default expires/2,
         at most 30 s, at least 0.5 s). Warnings (``409 Exceeded Max*``, missed
-        heartbeats) go to ``error_cb``, or else the connection's error callback.
+        heartbeats, a lost pin) go to ``error_cb``, or else the connection's error
+        callback. Priority-group options as ``fetch``.
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
         opts = continuous_options(
-            max_messages, max_bytes, expires, heartbeat, threshold_messages, threshold_bytes, group
+            max_messages, max_bytes, expires, heartbeat, threshold_messages, threshold_bytes, prio
         )
         return ConsumeContext(
             self._js._client, self._make_feed(opts), callback, error_cb, self.name
@@ -181,8 +235,12 @@ class PullConsumerMixin:
         error_cb: ErrorCallback | None = None,
         err_on_missing_heartbeat: bool = True,
         group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
     ) -> MessagesContext:
         """A blocking iterator over a continuous pull (same options as :meth:`consume`)."""
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
         opts = continuous_options(
             max_messages,
             max_bytes,
@@ -190,7 +248,7 @@ class PullConsumerMixin:
             heartbeat,
             threshold_messages,
             threshold_bytes,
-            group,
+            prio,
             err_on_missing_heartbeat,
         )
         return MessagesContext(self._js._client, self._make_feed(opts), error_cb)

@@ -44,6 +44,12 @@ messages and the next fetch raises the error (after any buffered messages).
 
 Only one fetch may run at a time on a subscription (the batches of two would
 mix): a second raises :class:`~jsclient.errors.ConcurrentFetchError`.
+
+Priority groups (ADR-42): ``fetch`` takes ``group``, ``min_pending``,
+``min_ack_pending`` and ``priority`` as ``Consumer.fetch`` does, checked
+against the consumer's info from the subscribe (a subscription made by
+``pull_subscribe_bind`` has none: the server checks). A ``423`` (the pin was
+lost) makes the fetch pull again as an unpinned client.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from typing import TYPE_CHECKING
 from jsclient import errors
 from jsclient.api import ConsumerInfo
 from jsclient.jetstream import _subscribe as wf
+from jsclient.jetstream._priority import Priority, priority_options
 from jsclient.jetstream._pull_engine import (
     FLOW_CONTROL,
     HEARTBEAT,
@@ -114,6 +121,7 @@ class PullSubscription:
         *,
         ack_none: bool = False,
         delete_consumer: bool = False,
+        info: ConsumerInfo | None = None,
     ) -> None:
         self._js = js
         self._sub = sub
@@ -121,6 +129,7 @@ class PullSubscription:
         self.stream_name = stream
         self.consumer_name = consumer
         self._engine = Engine(js, stream, consumer, ack_none)
+        self._info = info  # for the priority-group checks; None when bound blindly
         self._delete_consumer = delete_consumer
         self._fetching = threading.Lock()
         self._error: BaseException | None = None
@@ -138,24 +147,36 @@ class PullSubscription:
 
     # -- fetch ---------------------------------------------------------------
 
-    def fetch(self, batch: int = 1, timeout: float | None = 5.0) -> list[Msg]:
+    def fetch(
+        self,
+        batch: int = 1,
+        timeout: float | None = 5.0,
+        *,
+        group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
+    ) -> list[Msg]:
         """Up to ``batch`` messages; at least one, or ``TimeoutError`` after ``timeout`` s.
 
         Returns as soon as ``batch`` messages are in, or with fewer when the
         server ends the pull after some came. ``timeout=None`` waits until at
-        least one message comes.
+        least one message comes. ``group`` (required on a consumer with priority
+        groups), ``min_pending``, ``min_ack_pending`` and ``priority`` are the
+        priority-group options of ``Consumer.fetch``.
         """
         positive_int("batch", batch)
         if timeout is not None and not timeout > 0:
             raise errors.BadTimeoutError(f"nats: fetch timeout must be positive, got {timeout!r}")
+        prio = priority_options(self._info, group, min_pending, min_ack_pending, priority)
         if not self._fetching.acquire(blocking=False):
             raise errors.ConcurrentFetchError()
         try:
-            return self._fetch(batch, None if timeout is None else _mono() + timeout)
+            return self._fetch(batch, None if timeout is None else _mono() + timeout, prio)
         finally:
             self._fetching.release()
 
-    def _fetch(self, batch: int, deadline: float | None) -> list[Msg]:
+    def _fetch(self, batch: int, deadline: float | None, prio: Priority | None) -> list[Msg]:
         msgs: list[Msg] = []
         self._take_buffered(msgs, batch)
         if len(msgs) == batch:
@@ -172,7 +193,7 @@ class PullSubscription:
             raise errors.BadSubscriptionError("nats: pull subscription closed")
         # The no_wait pull gets an answer at once; without a deadline it is
         # still bounded, by the context's API timeout.
-        ended = self._pull(msgs, batch, deadline or _mono() + self._js._timeout, no_wait=True)
+        ended = self._pull(msgs, batch, deadline or _mono() + self._js._timeout, prio, no_wait=True)
         if msgs:
             return msgs
         while True:
@@ -184,7 +205,7 @@ class PullSubscription:
                 expires = expires_for(deadline - _mono())
                 if expires < MARGIN_MIN:
                     raise errors.TimeoutError("nats: fetch timed out with no messages")
-            ended = self._pull(msgs, batch, deadline, expires=expires)
+            ended = self._pull(msgs, batch, deadline, prio, expires=expires)
             if msgs:
                 return msgs
             if ended == _ENDED and deadline is not None:
@@ -212,6 +233,7 @@ class PullSubscription:
         msgs: list[Msg],
         batch: int,
         deadline: float | None,
+        prio: Priority | None,
         *,
         no_wait: bool = False,
         expires: float = 0.0,
@@ -221,7 +243,7 @@ class PullSubscription:
         reply = self._prefix + str(next(engine.tokens))
         client = self._js._client
         reconnects = client.stats["reconnects"]
-        engine.publish_pull(reply, batch - len(msgs), 0, expires, 0.0, no_wait)
+        engine.publish_pull(reply, batch - len(msgs), 0, expires, 0.0, no_wait, prio)
         take = self._sub._take
         read = engine.read
         while True:
@@ -339,7 +361,9 @@ def pull_subscribe(
     if info is not None:
         wf.check_existing(info, subject=subject, pull=True, user=user)
         sub, prefix = _inbox(js, inbox_prefix)
-        return PullSubscription(js, sub, prefix, stream, info.name, ack_none=ack_none(info))
+        return PullSubscription(
+            js, sub, prefix, stream, info.name, ack_none=ack_none(info), info=info
+        )
     cfg = wf.creation_config(user, name=name, subject=subject)
     sub, prefix = _inbox(js, inbox_prefix)
     try:
@@ -349,7 +373,14 @@ def pull_subscribe(
         raise
     ephemeral = created and not (info.config.durable_name)
     return PullSubscription(
-        js, sub, prefix, stream, info.name, ack_none=ack_none(info), delete_consumer=ephemeral
+        js,
+        sub,
+        prefix,
+        stream,
+        info.name,
+        ack_none=ack_none(info),
+        delete_consumer=ephemeral,
+        info=info,
     )
 
 

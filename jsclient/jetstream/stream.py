@@ -309,6 +309,22 @@ class Stream:
         """Delete a consumer of this stream."""
         self._js.delete_consumer(self.name, name)
 
+    def pause_consumer(self, name: str, until: datetime | float) -> datetime:
+        """``js.pause_consumer`` on this stream."""
+        return self._js.pause_consumer(self.name, name, until)
+
+    def resume_consumer(self, name: str) -> None:
+        """``js.resume_consumer`` on this stream."""
+        self._js.resume_consumer(self.name, name)
+
+    def unpin_consumer(self, name: str, group: str) -> None:
+        """``js.unpin_consumer`` on this stream."""
+        self._js.unpin_consumer(self.name, name, group)
+
+    def reset_consumer(self, name: str, seq: int | None = None) -> int:
+        """``js.reset_consumer`` on this stream."""
+        return self._js._reset(self.name, name, seq)[0]
+
     def ordered_consumer(self, **options: Any) -> OrderedConsumer:
         """``js.ordered_consumer`` on this stream."""
         ordered: OrderedConsumer = self._js.ordered_consumer(self.name, **options)

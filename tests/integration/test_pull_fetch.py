@@ -11,8 +11,7 @@ from _js import publish_stored
 
 import jsclient
 from jsclient import errors
-from jsclient.api import ConsumerInfo
-from jsclient.jetstream.consumer import Consumer
+from jsclient.jetstream._fetch import FetchBatch
 from jsclient.jetstream.context import JetStream
 from jsclient.msg import ACK_NONE_POLICY
 from jsclient.server import NatsServer
@@ -206,41 +205,10 @@ def test_deleted_consumer_ends_a_waiting_fetch(nc: jsclient.Client, js: JetStrea
         c.next(timeout=2.0)
 
 
-def _pinned_consumer(js: JetStream) -> Consumer:
-    cfg = {
-        "durable_name": "pin",
-        "ack_policy": "explicit",
-        "priority_groups": ["g"],
-        "priority_policy": "pinned_client",
-        "priority_timeout": 2_000_000_000,
-    }
-    resp = js._api_request("CONSUMER.CREATE.S.pin", {"stream_name": "S", "config": cfg})
-    return Consumer(js, "S", ConsumerInfo.from_response(resp))
-
-
-def test_pin_id_is_kept_and_a_wrong_pin_resets_it(nc: jsclient.Client, js: JetStream) -> None:
-    _publish(nc, 5)
-    c = _pinned_consumer(js)
-    assert len(list(c.fetch(2, expires=2.0, group="g"))) == 2
-    pin = c._pull_engine().pin_id
-    assert pin
-    # The pin is sent with later pulls: still served, while another client is not.
-    other = Consumer(js, "S", c.cached_info)
-    assert list(other.fetch(1, expires=0.5, group="g")) == []
-    assert len(list(c.fetch(1, expires=2.0, group="g"))) == 1
-    c._pull_engine().pin_id = "not-the-pin"
-    batch = c.fetch(1, expires=2.0, group="g")
-    assert list(batch) == []
-    assert isinstance(batch.error, errors.StatusError) and batch.error.status == 423
-    assert c._pull_engine().pin_id is None
-    # Without an id we are a new client: served once the old pin times out (2 s).
-    assert len(list(c.fetch(1, expires=4.0, group="g"))) == 1
-    assert c._pull_engine().pin_id not in (None, pin)
-
-
 def test_bad_request_is_terminal(js: JetStream) -> None:
-    c = _pinned_consumer(js)
-    batch = c.fetch(1, expires=2.0)  # a priority-group consumer needs "group"
+    c = js.create_consumer("S", durable_name="d")
+    # A heartbeat above half the expiry: fetch() refuses it, the server answers 400.
+    batch = FetchBatch(c._pull_engine(), 1, 0, 1.0, 0.9)
     assert list(batch) == []
     assert isinstance(batch.error, errors.BadPullRequestError)
     assert batch.error.status == 400

@@ -17,6 +17,7 @@ from jsclient import errors
 from jsclient.jetstream import _feed as fd
 from jsclient.jetstream import _pull_engine as pe
 from jsclient.jetstream._feed import Feed
+from jsclient.jetstream._priority import Priority
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 
@@ -266,23 +267,43 @@ def test_terminal_statuses_end_the_feed(line: str, exc: type[BaseException]) -> 
 
 
 def test_leadership_change_and_wrong_pin_reset_pending() -> None:
-    feed, client, reported = _feed(max_messages=10)
+    feed, client, reported = _feed(max_messages=10, prio=Priority("g"))
     feed.engine.pin_id = "PIN"
     feed.process(_user(1))
     feed.process(_status(feed, 1, "409 Leadership Change"))
     assert len(client.pulls) == 2 and client.pulls[1][2]["batch"] == 10
-    assert client.pulls[1][2]["id"] == "PIN"
+    assert client.pulls[1][2]["id"] == "PIN" and client.pulls[1][2]["group"] == "g"
     feed.process(_status(feed, 2, "423 Nats-Wrong-Pin-Id"))
     assert feed.engine.pin_id is None
     assert len(client.pulls) == 3 and "id" not in client.pulls[2][2]
+    assert client.pulls[2][2]["group"] == "g"
     assert [r.status for r in reported if isinstance(r, errors.StatusError)] == [409, 423]
+    assert type(reported[-1]) is errors.PinIdMismatchError
 
 
 def test_pin_id_from_user_message_is_sent() -> None:
-    feed, client, _ = _feed(max_messages=2)
+    feed, client, _ = _feed(max_messages=2, prio=Priority("g", min_pending=5))
     feed.process(_user(1, hdr=b"NATS/1.0\r\nNats-Pin-Id: abc\r\n\r\n"))
     assert feed.engine.pin_id == "abc"
-    assert client.pulls[-1][2]["id"] == "abc"
+    assert client.pulls[-1][2] == {
+        "batch": 1,
+        "expires": 30_000_000_000,
+        "idle_heartbeat": 15_000_000_000,
+        "group": "g",
+        "min_pending": 5,
+        "id": "abc",
+    }
+    # Later messages carry the same pin: recognised without parsing, and kept.
+    feed.process(_user(2, hdr=b"NATS/1.0\r\nNats-Pin-Id: abc\r\n\r\n"))
+    feed.process(_user(3, hdr=b"NATS/1.0\r\nNats-Pin-Id: new\r\n\r\n"))
+    assert feed.engine.pin_id == "new"
+
+
+def test_no_pin_id_without_a_group() -> None:
+    feed, client, _ = _feed(max_messages=2)
+    feed.engine.pin_id = "abc"
+    feed.process(_user(1))
+    assert all("id" not in p[2] and "group" not in p[2] for p in client.pulls)
 
 
 def test_user_message_with_headers_and_no_payload_is_not_a_status() -> None:

@@ -34,10 +34,8 @@ class KeyValueManager:
 
     def _kv_stream(self, action: str, cfg: KeyValueConfig) -> KeyValue:
         js = self._ctx()
-        if cfg.limit_marker_ttl:
-            level = (js._api_request("INFO").get("api") or {}).get("level") or 0
-            if level < 1:
-                raise errors.KeyValueLimitMarkerTTLNotSupportedError()
+        if cfg.limit_marker_ttl and js._api_level() < 1:
+            raise errors.KeyValueLimitMarkerTTLNotSupportedError()
         sc = stream_config(cfg)
         resp = js._api_request(f"STREAM.{action}.{sc.name}", sc.as_dict())
         return KeyValue(js, StreamInfo.from_response(resp))
