@@ -7,6 +7,7 @@ module and in its Cython twin alike.
 
 from __future__ import annotations
 
+import sys
 import threading
 from array import array
 from types import SimpleNamespace
@@ -220,20 +221,75 @@ def test_take_while_others_append(impl: SimpleNamespace) -> None:
             assert size == sum(map(len, chunks))
             got.extend(chunks)
 
-    t = threading.Thread(target=taker)
-    t.start()
-    ws = [threading.Thread(target=writer, args=(k,)) for k in range(n_threads)]
-    for w in ws:
-        w.start()
-    for w in ws:
-        w.join()
-    done.set()
-    t.join()
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the GIL changes hands wherever it may
+    try:
+        t = threading.Thread(target=taker)
+        t.start()
+        ws = [threading.Thread(target=writer, args=(k,)) for k in range(n_threads)]
+        for w in ws:
+            w.start()
+        for w in ws:
+            w.join()
+        done.set()
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
     assert len(got) == n_threads * per and q.nbytes == 0
     for k in range(n_threads):
         mine = [c for c in got if c.startswith(b"PUB t%d " % k)]
         assert mine == [b"PUB t%d %d\r\n%d\r\n" % (k, len(b"%d" % i), i) for i in range(per)]
     assert q.out_msgs == n_threads * per
+
+
+def test_rekick(impl: SimpleNamespace) -> None:
+    q = impl.writer.WriteQueue(1000)
+    assert q.rekick(False) is False and q.kicked is False  # nothing queued: nobody to wake
+    q.open = True
+    assert q.pub(b"s", b"x", 100) == 1 and q.kicked  # KICK
+    assert q.rekick(False) is False and q.kicked  # already awake: no second wake-up
+    assert q.rekick(True) is True and q.kicked  # cleared, frames wait: wake (flag set again)
+    q.take()
+    assert q.rekick(True) is False and q.kicked is False  # cleared, nothing waits
+    q.out = [b"left"]  # bytes a write left behind count as waiting
+    assert q.rekick(False) is True and q.kicked
+
+
+def test_counter(impl: SimpleNamespace) -> None:
+    c = impl.writer.Counter()
+    assert [next(c) for _ in range(3)] == [1, 2, 3]
+    assert iter(c) is c
+    z = impl.writer.Counter(0)
+    assert next(z) == 0 and next(z) == 1
+    big = impl.writer.Counter(2**62)
+    assert next(big) == 2**62
+
+
+def test_counter_threads(impl: SimpleNamespace) -> None:
+    """Threads drawing at once never get the same value, and none is skipped."""
+    c = impl.writer.Counter(1)
+    n_threads, per = 6, 20000
+    got: list[list[int]] = [[] for _ in range(n_threads)]
+    start = threading.Barrier(n_threads)
+
+    def draw(k: int) -> None:
+        start.wait()
+        mine = got[k]
+        for _ in range(per):
+            mine.append(next(c))
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        ts = [threading.Thread(target=draw, args=(k,)) for k in range(n_threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    values = sorted(v for mine in got for v in mine)
+    assert values == list(range(1, n_threads * per + 1))
 
 
 ops = st.lists(
@@ -249,6 +305,7 @@ ops = st.lists(
         st.tuples(st.just("take")),
         st.tuples(st.just("open"), st.booleans()),
         st.tuples(st.just("unkick")),
+        st.tuples(st.just("rekick"), st.booleans()),
         st.tuples(st.just("limit"), st.integers(1, 200)),
     ),
     max_size=40,
@@ -283,6 +340,8 @@ def _apply(q: Any, op: tuple[Any, ...]) -> Any:
     if kind == "unkick":
         q.kicked = False
         return None
+    if kind == "rekick":
+        return q.rekick(op[1])
     q.limit = op[1]
     return None
 
