@@ -20,6 +20,7 @@ from jsclient.jetstream._pull_engine import (
     HEARTBEAT,
     HEARTBEAT_FACTOR,
     NO_MESSAGES,
+    PIN_HDR,
     PIN_MISMATCH,
     PULL_ENDED,
     REQUEST_TIMEOUT,
@@ -36,6 +37,8 @@ _status = _impl.status
 _classify = _status.classify
 _js_headers = _status.js_headers
 _mono = time.monotonic
+
+_PLAIN_HDR = b"NATS/1.0\r\n"
 
 # Control items handed to the consuming thread: (kind, feed).
 _RECONNECTED = 1
@@ -177,8 +180,8 @@ class Feed:
     def process_batch(self, batch: list[Msg], out: list[Msg]) -> None:
         """``process`` for each message of a batch the reader routed, in order,
         appending the messages for the user to ``out``; plain messages (no
-        header block: no status, no pin) take a short path in this one loop.
-        Stops early when a status stopped this feed (the rest is moot)."""
+        status line, no pin id) take a short path in this one loop. Stops
+        early when a status stopped this feed (the rest is moot)."""
         counter = self.counter
         on_message = counter.on_message
         next_pull = counter.next_pull
@@ -187,7 +190,10 @@ class Feed:
         delivered = 0
         try:
             for msg in batch:
-                if msg._hdr is None:
+                hdr = msg._hdr
+                # A status has "NATS/1.0 <code>" as its first line; plain headers
+                # (a headers-only consumer's) "NATS/1.0" alone.
+                if hdr is None or (hdr.startswith(_PLAIN_HDR) and PIN_HDR not in hdr):
                     if ack_none:
                         msg._ackd = ACK_NONE_POLICY
                     on_message(msg.size)
