@@ -165,7 +165,9 @@ class Watcher(Generic[T]):
             except errors.TimeoutError:
                 if self._stopped:
                     raise errors.MsgIteratorClosedError() from None
-                if not self._initial_done and self._reset_left_nothing():
+                # Nothing came: after a reset, or because what was pending at
+                # the start went away (age limit, TTL), nothing may be left.
+                if not self._initial_done and (self._reset_left_nothing() or self._oc._caught_up()):
                     self._initial_done = True
                     self._oc._keep_start = False
                     return None

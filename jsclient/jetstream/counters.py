@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jsclient import errors
 from jsclient.api import DeliverPolicy
+from jsclient.jetstream._scan import scan
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 INCR = "Nats-Incr"
 # ASCII digits only, as the server writes them (int() would take " 5", "1_0", "٣").
 _VALUE = re.compile(rb"[+-]?[0-9]+")
-_PULL = 1000  # messages per pull of get_many: what it holds at once
 
 
 def parse_value(raw: str | bytes | None, where: str) -> int:
@@ -91,33 +90,9 @@ class Counters:
         for f in filters:
             if not isinstance(f, str) or not f:
                 raise ValueError(f"a counter subject must be a non-empty string, got {f!r}")
-        js = self._js
-        oc = js.ordered_consumer(
-            self._stream.name,
-            filter_subjects=filters,
-            deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
-            inactive_threshold=30.0,
-        )
         out: dict[str, int] = {}
-        try:
-            info = oc.cached_info
-            if info is None or not info.num_pending:
-                return out
-            with oc.messages(max_messages=_PULL, err_on_missing_heartbeat=False) as it:
-                for msg in it:
-                    out[msg.subject] = value_of_body(msg.data, f"the last message on {msg.subject}")
-                    if oc._last_pending == 0:  # just checked by the ordered consumer
-                        break
-        finally:
-            _delete_later(oc)
+        for msg, _seq, _pending, _ts in scan(
+            self._js, self._stream.name, filters, DeliverPolicy.LAST_PER_SUBJECT, name="counters"
+        ):
+            out[msg.subject] = value_of_body(msg.data, f"the last message on {msg.subject}")
         return out
-
-
-def _delete_later(oc: Any) -> None:
-    """Delete a read's consumer off the caller's path (it expires on its own anyway)."""
-    threading.Thread(
-        target=oc._delete_quietly,
-        args=(oc.name,),
-        name=f"jsclient-counters-cleanup-{oc.name}",
-        daemon=True,
-    ).start()

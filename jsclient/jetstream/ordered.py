@@ -144,6 +144,19 @@ class OrderedConsumer:
         self._cached_info = ConsumerInfo.from_response(resp)
         return self._cached_info
 
+    def _caught_up(self) -> bool:
+        """Has this consumer nothing more to deliver beyond what was checked here?
+
+        Asked of the server by a reader that waited in vain for the last of
+        what was pending when it began: such messages may have gone meanwhile
+        (their age limit or TTL ran out) and will never come."""
+        try:
+            info = self.info()
+        except errors.Error:
+            return False  # being replaced, or unreachable: not known to be done
+        delivered = info.delivered.consumer_seq if info.delivered is not None else 0
+        return not info.num_pending and (delivered or 0) <= self._last_cseq
+
     def _config(self, name: str) -> dict[str, Any]:
         cfg: dict[str, Any] = {
             "name": name,

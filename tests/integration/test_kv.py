@@ -469,6 +469,46 @@ def test_value_size_limits(nc: Client, js: JetStream) -> None:
     assert big.get("k").value == value
 
 
+def test_scans_end_when_what_was_pending_goes_away(
+    js: JetStream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan reads up to what was pending when it began; if that went away before
+    it was delivered (an age limit or a TTL ran out), the scan ends instead of
+    waiting for it."""
+    kv = js.create_key_value(bucket="gone", storage="memory", history=5)
+    kv.put("a", b"1")
+    kv.put("b", b"2")
+    stream = js.stream("KV_gone")
+    make = js.ordered_consumer
+
+    def then_purge(*args: Any, **kwargs: Any) -> Any:
+        oc = make(*args, **kwargs)  # made: it counts "b" as pending
+        stream.purge(subject="$KV.gone.b")  # gone before any pull
+        return oc
+
+    monkeypatch.setattr(js, "ordered_consumer", then_purge)
+    t0 = time.monotonic()
+    with pytest.raises(errors.KeyNotFoundError):
+        kv.history("b")  # counted as pending, then gone: nothing is ever delivered
+    assert time.monotonic() - t0 < 10.0
+    assert kv.keys() == ["a"]
+    monkeypatch.undo()
+    kv.put("c", b"3")
+    kv.put("d", b"4")
+
+    def then_purge_last(*args: Any, **kwargs: Any) -> Any:
+        oc = make(*args, **kwargs)
+        stream.purge(subject="$KV.gone.d")  # the last pending: the marker was to follow it
+        return oc
+
+    monkeypatch.setattr(js, "ordered_consumer", then_purge_last)
+    with kv.watch(">") as w:  # the initial values end with None all the same
+        got = []
+        while (e := w.next(timeout=10.0)) is not None:
+            got.append(e.key)
+    assert got == ["a", "c"]
+
+
 def test_per_key_ttl(js: JetStream) -> None:
     kv = js.create_key_value(bucket="ttl", storage="memory", history=3, limit_marker_ttl=1.0)
     assert kv.status().limit_marker_ttl == 1.0

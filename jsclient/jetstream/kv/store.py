@@ -15,13 +15,13 @@ the origin's, so a put through a mirror lands where the mirror copies from.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
 from jsclient.api import DeliverPolicy, StreamInfo
+from jsclient.jetstream._scan import scan
 from jsclient.jetstream._wire import EXPECTED_LAST_SUBJECT_SEQ, TTL, ttl_value
 from jsclient.jetstream.kv._config import STREAM_PREFIX, KeyValueStatus, check_filter, check_key
 from jsclient.jetstream.kv._entry import (
@@ -43,8 +43,6 @@ DEFAULT_PREFIX = "$JS.API"
 ROLLUP = "Nats-Rollup"
 _status_of = _impl.status.status_of
 _header_value = _impl.status.header_value
-#: Messages per pull of a scan (keys, history, purge_deletes).
-SCAN_BATCH = 1000
 #: Wrong last sequence (10164 is what replicated streams report).
 _WRONG_LAST = frozenset({10071, 10164})
 
@@ -253,37 +251,15 @@ class KeyValue:
     def _scan(
         self, filters: list[str], deliver_policy: DeliverPolicy, headers_only: bool
     ) -> Iterator[tuple[Msg, int, int, int]]:
-        """What the filters match now: (message, revision, pending, time in ns)
-        up to the last pending, read a routed batch at a time."""
-        subjects = [self._pre + f for f in filters]
-        oc = self._js.ordered_consumer(
+        """What the filters match now: (message, revision, pending, time in ns)."""
+        return scan(
+            self._js,
             self._stream_name,
-            filter_subjects=subjects,
-            deliver_policy=deliver_policy,
-            headers_only=headers_only or None,
-            inactive_threshold=30.0,
+            [self._pre + f for f in filters],
+            deliver_policy,
+            headers_only=headers_only,
+            name="kv",
         )
-        try:
-            info = oc.cached_info
-            if info is None or not info.num_pending:
-                return
-            with oc.messages(max_messages=SCAN_BATCH, err_on_missing_heartbeat=False) as it:
-                buf: list[tuple[Msg, int, int, int]] = []
-                while True:
-                    try:
-                        it._next_batch(1.0, buf)
-                    except errors.TimeoutError:
-                        continue
-                    except errors.Error:
-                        yield from buf  # what came before the error, then the error
-                        raise
-                    for item in buf:
-                        yield item
-                        if item[2] == 0:
-                            return
-                    buf.clear()
-        finally:
-            _delete_later(oc)
 
     def keys(self, *filters: str) -> list[str]:
         """Keys holding a value (deleted and purged ones left out); ``[]`` when none.
@@ -389,13 +365,3 @@ class KeyValue:
     def watch_all(self, **options: Any) -> KeyWatcher:
         """``watch(">", ...)``: every key of the bucket."""
         return self.watch(">", **options)
-
-
-def _delete_later(oc: Any) -> None:
-    """Delete a scan's consumer off the caller's path (it expires on its own anyway)."""
-    threading.Thread(
-        target=oc._delete_quietly,
-        args=(oc.name,),
-        name=f"jsclient-kv-cleanup-{oc.name}",
-        daemon=True,
-    ).start()
