@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from jsbench.js import BATCH
+from jsbench.js import BATCH, create_stream_anew
 from jsbench.result import Result
 
 DIR_STREAM, DIR_FILTER = "BDIR", "bdir.>"
@@ -37,7 +37,8 @@ def setup_direct(url: str, n: int, size: int) -> None:
             js.delete_stream(DIR_STREAM)
         except jsclient.errors.NotFoundError:
             pass
-        js.create_stream(
+        create_stream_anew(
+            js,
             name=DIR_STREAM,
             subjects=[DIR_FILTER],
             storage="file",

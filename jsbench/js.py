@@ -29,6 +29,22 @@ CON_STREAM, CON_FILTER = "BCON", "bcon.>"
 # -- set-up and checks, run by the parent ----------------------------------------------
 
 
+def create_stream_anew(js: Any, **config: Any) -> None:
+    """``js.create_stream(**config)`` for a stream just deleted: the server may
+    still be removing the old file store (err_code 10049, "error creating store
+    for stream", seen on a busy machine), so that answer is retried for a while."""
+    import jsclient
+
+    for attempt in range(50):
+        try:
+            js.create_stream(**config)
+            return
+        except jsclient.errors.ServerError as exc:
+            if exc.err_code != 10049 or attempt == 49:
+                raise
+            time.sleep(0.1)
+
+
 def setup_publish(url: str, n: int, size: int) -> None:
     """A fresh, empty memory stream for a publish run."""
     import jsclient
@@ -75,7 +91,9 @@ def setup_consume(url: str, n: int, size: int) -> None:
             js.delete_stream(CON_STREAM)
         except jsclient.errors.NotFoundError:
             pass
-        js.create_stream(name=CON_STREAM, subjects=[CON_FILTER], storage="file", description=tag)
+        create_stream_anew(
+            js, name=CON_STREAM, subjects=[CON_FILTER], storage="file", description=tag
+        )
         # Acked publishes: un-acked core publishes this fast overrun the
         # server's JetStream ingest and some are dropped.
         js = nc.jetstream(publish_async_max_pending=4000, publish_async_stall_wait=60.0)

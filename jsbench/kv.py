@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from jsbench.js import create_stream_anew
 from jsbench.result import Result, percentiles
 
 GET_BUCKET, PUT_BUCKET, SCAN_BUCKET = "BENCH_KVGET", "BENCH_KVPUT", "BENCH_KVSCAN"
@@ -37,7 +38,8 @@ def _make_bucket(js: Any, bucket: str, description: str | None = None) -> None:
         js.delete_stream(f"KV_{bucket}")
     except jsclient.errors.NotFoundError:
         pass
-    js.create_stream(
+    create_stream_anew(
+        js,
         name=f"KV_{bucket}",
         description=description,
         subjects=[f"$KV.{bucket}.>"],
