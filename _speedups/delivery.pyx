@@ -34,47 +34,7 @@ from cpython.pythread cimport (
     PyThread_type_lock,
 )
 
-cdef extern from *:
-    """
-    /* A new reference to d[k], or to None when k is missing (NULL: an error):
-       never a borrowed one, which another thread's change to d could free. */
-    static PyObject* jsc_dict_get(PyObject* d, PyObject* k) {
-        PyObject* v;
-    #if PY_VERSION_HEX >= 0x030D0000
-        if (PyDict_GetItemRef(d, k, &v) < 0) return NULL;
-        if (v == NULL) { Py_INCREF(Py_None); return Py_None; }
-        return v;
-    #else
-        v = PyDict_GetItemWithError(d, k);  /* borrowed: the GIL keeps it alive */
-        if (v == NULL) {
-            if (PyErr_Occurred()) return NULL;
-            v = Py_None;
-        }
-        Py_INCREF(v);
-        return v;
-    #endif
-    }
-    /* Remove d[k] and return it (a new reference), or None when k was missing:
-       one step, so of two threads popping the same key exactly one gets it. */
-    static PyObject* jsc_dict_pop(PyObject* d, PyObject* k) {
-        PyObject* v;
-    #if PY_VERSION_HEX >= 0x030D0000
-        if (PyDict_Pop(d, k, &v) < 0) return NULL;
-        if (v == NULL) { Py_INCREF(Py_None); return Py_None; }
-        return v;
-    #else
-        v = PyDict_GetItemWithError(d, k);
-        if (v == NULL) {
-            if (PyErr_Occurred()) return NULL;
-            Py_INCREF(Py_None);
-            return Py_None;
-        }
-        Py_INCREF(v);
-        if (PyDict_DelItem(d, k) < 0) { Py_DECREF(v); return NULL; }
-        return v;
-    #endif
-    }
-    """
+cdef extern from "_jsc_compat.h":
     object jsc_dict_get(object d, object k)
     object jsc_dict_pop(object d, object k)
 

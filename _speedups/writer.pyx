@@ -19,29 +19,7 @@ from cpython.list cimport PyList_Append, PyList_GET_SIZE
 from cpython.object cimport PyObject
 from libc.string cimport memcpy
 
-cdef extern from *:
-    """
-    /* A new reference to d[k], or to None when k is missing (NULL: an error). */
-    static PyObject* jsc_dict_get(PyObject* d, PyObject* k) {
-        PyObject* v;
-    #if PY_VERSION_HEX >= 0x030D0000
-        if (PyDict_GetItemRef(d, k, &v) < 0) return NULL;
-        if (v == NULL) { Py_INCREF(Py_None); return Py_None; }
-        return v;
-    #else
-        v = PyDict_GetItemWithError(d, k);  /* borrowed: the GIL keeps it alive */
-        if (v == NULL) {
-            if (PyErr_Occurred()) return NULL;
-            v = Py_None;
-        }
-        Py_INCREF(v);
-        return v;
-    #endif
-    }
-    static inline long long jsc_incr(long long* p) {
-        return __atomic_add_fetch(p, 1, __ATOMIC_RELAXED);
-    }
-    """
+cdef extern from "_jsc_compat.h":
     object jsc_dict_get(object d, object k)
     long long jsc_incr(long long* p) nogil
 

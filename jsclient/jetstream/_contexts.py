@@ -19,6 +19,7 @@ from jsclient.jetstream._pull_engine import (
     WAIT_SLICE,
     Inbox,
     Terminal,
+    take,
 )
 from jsclient.msg import Msg
 
@@ -89,23 +90,15 @@ class ConsumeContext:
         self._thread.start()
 
     def _run(self) -> None:
-        get = self._q.get
-        local = self._q.local
-        popleft = local.popleft
+        inbox = self._q
         process = self._source.process
         callback = self._callback
         try:
             while not self._stopped:
-                if local:
-                    item = popleft()
-                else:
-                    try:
-                        item = get(True, WAIT_SLICE)
-                    except queue.Empty:
-                        continue
-                    if item.__class__ is tuple and item[0].__class__ is list:
-                        local.extend(item[0])  # a batch the reader routed
-                        item = popleft()
+                try:
+                    item = take(inbox, WAIT_SLICE)
+                except queue.Empty:
+                    continue
                 if item is STOP:
                     break
                 try:
