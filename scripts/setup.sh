@@ -15,7 +15,7 @@ EXTRAS="${JSCLIENT_EXTRAS:-dev,spark}"
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel "cython>=3.0"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel "cython>=3.2.5"
 # Strict: a speedups build failure is an error here, never a silent pure install.
 JSCLIENT_STRICT_BUILD=1 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     --no-build-isolation -e ".[$EXTRAS]"
