@@ -4,7 +4,7 @@
 # the Spark extra (pyspark, pyarrow: the data source's tests and demo).
 # Needs only Python 3.11+ and a C compiler. Sourced by demo.sh and test.sh.
 # PYTHON, JSCLIENT_VENV and JSCLIENT_EXTRAS (default dev,spark) choose the
-# interpreter, the venv and the extras (test.sh makes its 3.12/3.13 venvs
+# interpreter, the venv and the extras (test.sh makes its venvs of the other Pythons
 # with extras dev only).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
