@@ -69,7 +69,7 @@ echo "deb [signed-by=$keyring] $mirror $suite main" >"$A/sources.list"
 O=(-o "Dir::Etc::sourcelist=$A/sources.list" -o "Dir::Etc::sourceparts=$A/none"
    -o "Dir::Etc::preferencesparts=$A/none" -o Dir::Etc::preferences=/dev/null
    -o "Dir::State::Lists=$A/lists" -o "Dir::Cache=$A/cache" -o Dir::State::status=/dev/null
-   -o Acquire::Languages=none -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20
+   -o Acquire::Languages=none -o Acquire::http::Timeout=10 -o Acquire::https::Timeout=10
    -o Acquire::Retries=1 -o APT::Sandbox::User="$(id -un)" -q)
 echo "debian-python.sh: Debian $suite from $mirror" >&2
 timeout 180 apt-get "${O[@]}" update >"$D/apt.log" 2>&1 || skip "apt-get update of $mirror $suite failed or timed out (log: $D/apt.log)"
