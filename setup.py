@@ -89,7 +89,7 @@ def extensions() -> list[Extension]:
                 "jsclient: cannot build the speedups: "
                 + ("Cython is not installed and " if pyx else "")
                 + "no matching generated _speedups/*.c files are present.\n"
-                "Install Cython (pip install 'cython>=3.0'), or set "
+                "Install Cython (pip install 'cython>=3.2.5'), or set "
                 "JSCLIENT_NO_EXTENSIONS=1 to install the slower pure-Python package."
             )
         _say("Cython not available: compiling the generated _speedups/*.c files.")

@@ -80,6 +80,20 @@ def natsio_status() -> tuple[bool, str]:
     return True, dist_version("natsio") or "?"
 
 
+def gil_status(config: Mapping[str, Any], gil_enabled: bool | None, env: str | None) -> str:
+    """Whether the run had a GIL: always on a default build; on a free-threaded build
+    (``Py_GIL_DISABLED``) as the process found it, with the ``PYTHON_GIL`` it was given.
+
+    The state is this process's: importing an extension module that does not
+    declare itself free-threading compatible turns the GIL back on, unless
+    ``PYTHON_GIL=0`` keeps it off, and each benchmark child does its own imports.
+    """
+    if not config.get("Py_GIL_DISABLED"):
+        return "GIL (default build)"
+    state = "unknown" if gil_enabled is None else ("on" if gil_enabled else "off")
+    return f"free-threaded build, GIL {state} (PYTHON_GIL={env if env is not None else 'unset'})"
+
+
 def interpreter_info(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Version, implementation, path and build of the running interpreter."""
     cfg = sysconfig.get_config_vars() if config is None else config
@@ -94,7 +108,13 @@ def interpreter_info(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         "pgo_evidence": evidence,
         "compiler": platform.python_compiler(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpu, {platform.system()}",
+        "gil": gil_status(cfg, _gil_enabled(), os.environ.get("PYTHON_GIL")),
     }
+
+
+def _gil_enabled() -> bool | None:
+    probe = getattr(sys, "_is_gil_enabled", None)  # 3.13+
+    return None if probe is None else bool(probe())
 
 
 def describe_interpreter(info: Mapping[str, Any]) -> list[str]:
@@ -103,7 +123,8 @@ def describe_interpreter(info: Mapping[str, Any]) -> list[str]:
     base = info.get("base_executable")
     if base and os.path.realpath(path) != base:
         path += f" (venv of {base})"
-    return [
-        f"Python {info['version']} ({info['implementation']}) {path}",
-        f"  build: {info['pgo']} ({info['pgo_evidence']}); {info['compiler']}; {info['machine']}",
-    ]
+    build = f"  build: {info['pgo']} ({info['pgo_evidence']}); {info['compiler']}"
+    build += f"; {info['machine']}"
+    if info.get("gil"):  # absent from reports written before it was recorded
+        build += f"; {info['gil']}"
+    return [f"Python {info['version']} ({info['implementation']}) {path}", build]

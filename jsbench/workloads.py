@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from jsbench import batch, core, direct, js, kv, obj, raw
+from jsbench import batch, core, direct, js, kv, obj, raw, threads
 from jsbench.result import Result
 
 WorkFn = Callable[[str, int, int], Result]
@@ -466,9 +466,54 @@ def _direct() -> list[Workload]:
     ]
 
 
+def _threads() -> list[Workload]:
+    """User code in threads: the rows to compare GIL on and off in a free-threaded build."""
+    P = partial
+    out = []
+    for k in (2, 4):
+        out.append(
+            Workload(
+                f"js-consume-threads-{k}",
+                f"consume + {k} handler threads, each message ~50 µs of pure-Python work "
+                f"then ack: jsclient's consume() callback feeds the threads through a queue "
+                f"of {k}; nats-py fetch({js.BATCH}) and natsio consume() feed {k} tasks "
+                f"that run the work with run_in_executor on a ThreadPoolExecutor({k})",
+                {
+                    JSCLIENT: P(threads.js_consume_threads, threads=k),
+                    NATS_PY: P(threads.py_consume_threads, threads=k),
+                    NATSIO: P(threads.nio_consume_threads, threads=k),
+                },
+                200_000,
+                20_000,
+                setup=js.setup_consume,
+            )
+        )
+    for k in (2, 4):
+        out.append(
+            Workload(
+                f"js-publish-threads-{k}",
+                f"{k} threads publish_async on one connection (one context, window "
+                f"{js.WINDOW}) until the last ack; nats-py, natsio: {k} tasks on one event "
+                "loop and connection (an asyncio connection belongs to its loop's thread); "
+                "raw: one thread, the same window",
+                {
+                    JSCLIENT: P(threads.js_publish_threads, threads=k),
+                    NATS_PY: P(threads.py_publish_threads, threads=k),
+                    NATSIO: P(threads.nio_publish_threads, threads=k),
+                    RAW: P(raw.js_publish_pipelined, window=js.WINDOW),
+                },
+                50_000,
+                10_000,
+                setup=js.setup_publish,
+                check=js.check_published,
+            )
+        )
+    return out
+
+
 def workloads() -> list[Workload]:
     """Every workload, in report order."""
-    return _core() + _js() + _kv() + _obj() + _batch() + _direct()
+    return _core() + _js() + _kv() + _obj() + _batch() + _direct() + _threads()
 
 
 def by_name(name: str) -> Workload:

@@ -12,6 +12,8 @@ import json
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -183,3 +185,55 @@ def test_cli(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert "js-pull-subscribe-ack" in listing and "[jsclient, nats-py]" in listing
+
+
+@pytest.mark.parametrize("client", [JSCLIENT, NATS_PY, NATSIO])
+def test_threaded_consume_rows_work_every_message_in_threads_and_ack_it(
+    nats_server: NatsServer, client: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if client == NATSIO and not NATSIO_OK:
+        pytest.skip(NATSIO_WHY)
+    from jsbench import threads
+
+    seen: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def slow_work(data: bytes, rounds: int = 0) -> int:
+        assert data == b"x" * 16
+        time.sleep(0.001)  # lets every handler thread take its turn
+        with lock:
+            name = threading.current_thread().name
+            seen[name] = seen.get(name, 0) + 1
+        return 0
+
+    monkeypatch.setattr(threads, "work", slow_work)
+    url, n = nats_server.url, 200
+    js.setup_consume(url, n, 16)
+    for k in (2, 4):
+        seen.clear()
+        assert by_name(f"js-consume-threads-{k}").fns[client](url, n, 16).rate > 0
+        assert sum(seen.values()) == n
+        assert len(seen) == k, seen  # every handler thread did some of the work
+    with jsclient.connect(url) as nc:
+        stream = nc.jetstream().stream(js.CON_STREAM)
+        deadline = time.monotonic() + 10
+        while True:
+            infos = list(stream.consumers())
+            if all(ci.ack_floor.stream_seq == n for ci in infos) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    assert len(infos) == 2
+    for ci in infos:  # every message acked once the run returned
+        assert ci.ack_floor.stream_seq == n and ci.num_ack_pending == 0, ci
+
+
+@pytest.mark.parametrize("client", [JSCLIENT, NATS_PY, NATSIO])
+def test_threaded_publish_rows_store_every_message(nats_server: NatsServer, client: str) -> None:
+    if client == NATSIO and not NATSIO_OK:
+        pytest.skip(NATSIO_WHY)
+    url = nats_server.url
+    js.setup_publish(url, 0, 16)
+    for k in (2, 4):
+        assert by_name(f"js-publish-threads-{k}").fns[client](url, 501, 16).rate > 0
+    assert js.check_published(url, 2 * (501 + 1), 16) is None  # each run's warm-up too
+    assert "stored" in (js.check_published(url, 2 * (501 + 1) + 1, 16) or "")
