@@ -8,6 +8,7 @@
  *   when k was missing; one step, so of two threads popping the same key
  *   exactly one gets it.
  * jsc_incr(p): add one to *p atomically and return the new value.
+ * jsc_add(p, v): add v to *p atomically and return the new value.
  */
 #ifndef JSC_COMPAT_H
 #define JSC_COMPAT_H
@@ -52,6 +53,10 @@ static inline PyObject* jsc_dict_pop(PyObject* d, PyObject* k) {
 
 static inline long long jsc_incr(long long* p) {
     return __atomic_add_fetch(p, 1, __ATOMIC_RELAXED);
+}
+
+static inline long long jsc_add(long long* p, long long v) {
+    return __atomic_add_fetch(p, v, __ATOMIC_RELAXED);
 }
 
 #endif

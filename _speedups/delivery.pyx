@@ -37,6 +37,7 @@ from cpython.pythread cimport (
 cdef extern from "_jsc_compat.h":
     object jsc_dict_get(object d, object k)
     object jsc_dict_pop(object d, object k)
+    long long jsc_add(long long* p, long long v) nogil
 
 READER = 0
 LEADER = 1
@@ -117,6 +118,11 @@ cdef class SubState:
     def _flush_batch(self):
         """Hand the collected messages to the consumer in one queue put."""
         _flush(self)
+
+    def _took(self, long long n, long long nbytes):
+        """Count what a consumer handed out: two atomic adds (any number of threads)."""
+        jsc_add(&self._consumed, n)
+        jsc_add(&self._out_bytes, nbytes)
 
 
 cdef inline void _flush(SubState s) except *:

@@ -137,8 +137,7 @@ class Subscription(SubState):
             else:
                 # Counted per message handed out, so the pending limits hold
                 # exactly while a batch sits in the local deque.
-                self._consumed += 1
-                self._out_bytes += len(msg.data)
+                self._took(1, len(msg.data))
                 return msg
             if timeout is None:
                 item = self._q.get()

@@ -238,9 +238,10 @@ class Writer:
             raise errors.ConnectionClosedError()
         if status is FORKED:
             raise self.link.forked_error()
-        if self.held + size > self.opts.reconnect_buffer_size:
-            raise errors.OutboundBufferLimitError()
-        self.held += size
+        with self.room_lock:  # publishers may check at once: one sum, never overshot
+            if self.held + size > self.opts.reconnect_buffer_size:
+                raise errors.OutboundBufferLimitError()
+            self.held += size
 
     def kick(self) -> None:
         """Wake whoever writes: the flusher, or over TLS the reader thread."""

@@ -223,12 +223,11 @@ class JsSubscription(Subscription):
             if local and not self._discard:
                 # The base class's fast path, inlined: this runs per message.
                 msg: Any = local.popleft()
-                self._consumed += 1
-                self._out_bytes += len(msg.data)
+                self._took(1, len(msg.data))
             else:
                 msg = Subscription._take(self, timeout)
             if msg.__class__ is _Control:
-                self._consumed -= 1  # not a message the reader counted
+                self._took(-1, 0)  # not a message the reader counted
                 self._on_control(msg.kind)
             else:
                 hdr = msg._hdr

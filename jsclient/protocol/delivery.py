@@ -125,8 +125,9 @@ class SubState:
     """Reader-side state of one subscription.
 
     The reader writes ``_received``, ``_in_bytes``, ``_dropped``, ``_slow`` and
-    ``_batch``; the consumer writes ``_consumed`` and ``_out_bytes``. Each
-    counter has a single writer, so no lock is needed.
+    ``_batch``; consumers count what they hand out with ``_took(n, nbytes)``
+    (``_consumed += n``, ``_out_bytes += nbytes`` as one step: several threads
+    may take from one subscription), never by assigning the fields.
 
     ``_mux`` (dict of token to waiter, or None) and ``_mux_skip`` (how many
     leading subject characters to drop to get the token) make a ``_handler``
@@ -158,6 +159,14 @@ class SubState:
         self._batch: list[Any] = []
         self._batch_bytes = 0
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._took_lock = threading.Lock()
+
+    def _took(self, n: int, nbytes: int) -> None:
+        """Count ``n`` messages of ``nbytes`` payload bytes handed out (or, with a
+        negative ``n``, an item that was not one the reader counted)."""
+        with self._took_lock:
+            self._consumed += n
+            self._out_bytes += nbytes
 
     def _flush_batch(self) -> None:
         """Hand the collected messages to the consumer in one queue put."""

@@ -216,3 +216,37 @@ def test_managed_publisher_and_consume_callbacks(nc: Client, busy_gil: None) -> 
         b"%d-%d" % (k, i) for k in range(feeders) for i in range(per_feeder)
     )
     assert js.stream("TP").info().state.messages == total
+
+
+def test_threads_taking_from_one_subscription_leave_nothing_counted_pending(
+    nc: Client, busy_gil: None
+) -> None:
+    # Four threads take from one core subscription: each message goes to one of
+    # them, and the pending counts (what the reader counted in, less what was
+    # handed out) come back to zero, so the slow-consumer limits stay exact.
+    sub = nc.subscribe("take.x")
+    total = 4000
+    got: list[bytes] = []
+    got_lock = threading.Lock()
+
+    def taker() -> None:
+        while True:
+            with got_lock:
+                if len(got) >= total:
+                    return
+            try:
+                msg = sub.next_msg(timeout=0.2)
+            except errors.TimeoutError:
+                continue
+            with got_lock:
+                got.append(msg.data)
+
+    def publisher() -> None:
+        for i in range(total):
+            nc.publish("take.x", b"%d" % i)
+
+    failures = _run([("take-pub", publisher)] + [(f"take-{k}", taker) for k in range(4)], 120.0)
+    assert not failures, failures[:3]
+    assert sorted(int(d) for d in got) == list(range(total))
+    assert sub.pending_msgs == 0
+    assert sub.pending_bytes == 0
