@@ -289,6 +289,45 @@ cdef inline Py_ssize_t _next_line(
     return 1
 
 
+
+ctypedef int (*_slot_fn)(const unsigned char* p, Py_ssize_t s, Py_ssize_t e) noexcept nogil
+
+
+cdef inline long _slots(
+    const unsigned char* p, Py_ssize_t n, _slot_fn slot_of, Py_ssize_t* vs_, Py_ssize_t* ve_,
+    bint stop_when_all,
+) noexcept nogil:
+    # The value spans of the first line of each of six names into vs_/ve_ (-1
+    # when absent; ``slot_of`` maps a key span to its slot, or -1); returns how
+    # many lines with a ':' had no slot. With ``stop_when_all`` the scan ends
+    # once all six were found (the count is then not complete).
+    cdef Py_ssize_t ls, le, ks, ke, vs, ve
+    cdef int slot, k
+    cdef int found = 0
+    cdef long others = 0
+    for k in range(6):
+        vs_[k] = -1
+        ve_[k] = -1
+    ls = _crlf(p, 0, n)
+    if ls < 0:
+        return 0
+    ls += 2
+    while True:
+        if _next_line(p, n, ls, &le, &ks, &ke, &vs, &ve):
+            slot = slot_of(p, ks, ke)
+            if slot < 0:
+                others += 1
+            elif vs_[slot] < 0:
+                vs_[slot] = vs
+                ve_[slot] = ve
+                found += 1
+                if stop_when_all and found == 6:
+                    break
+        if le >= n:
+            break
+        ls = le + 2
+    return others
+
 def header_value(header, name):
     """The first value of header ``name`` (ASCII case-insensitive), or ``None``."""
     want = name.encode("utf-8", "surrogateescape").lower()
@@ -353,30 +392,9 @@ def js_headers(header):
     if type(header) is not bytes:
         return _spec.js_headers(header)
     cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(header)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(header)
     cdef Py_ssize_t vs_[6]
     cdef Py_ssize_t ve_[6]
-    cdef Py_ssize_t ls, le, ks, ke, vs, ve
-    cdef int slot, k
-    cdef int found = 0
-    for k in range(6):
-        vs_[k] = -1
-        ve_[k] = -1
-    ls = _crlf(p, 0, n)
-    if ls >= 0:
-        ls += 2
-        while True:
-            if _next_line(p, n, ls, &le, &ks, &ke, &vs, &ve):
-                slot = _js_slot(p, ks, ke)
-                if slot >= 0 and vs_[slot] < 0:
-                    vs_[slot] = vs
-                    ve_[slot] = ve
-                    found += 1
-                    if found == 6:
-                        break
-            if le >= n:
-                break
-            ls = le + 2
+    _slots(p, PyBytes_GET_SIZE(header), _js_slot, vs_, ve_, True)
     return (
         -1 if vs_[0] < 0 else _u64_or_minus_one(p, vs_[0], ve_[0]),
         -1 if vs_[1] < 0 else _u64_or_minus_one(p, vs_[1], ve_[1]),
@@ -499,29 +517,9 @@ def direct_headers(header):
     if type(header) is not bytes:
         return _spec.direct_headers(header)
     cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(header)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(header)
     cdef Py_ssize_t vs_[6]
     cdef Py_ssize_t ve_[6]
-    cdef Py_ssize_t ls, le, ks, ke, vs, ve
-    cdef int slot, k
-    cdef long others = 0
-    for k in range(6):
-        vs_[k] = -1
-        ve_[k] = -1
-    ls = _crlf(p, 0, n)
-    if ls >= 0:
-        ls += 2
-        while True:
-            if _next_line(p, n, ls, &le, &ks, &ke, &vs, &ve):
-                slot = _dg_slot(p, ks, ke)
-                if slot < 0:
-                    others += 1
-                elif vs_[slot] < 0:
-                    vs_[slot] = vs
-                    ve_[slot] = ve
-            if le >= n:
-                break
-            ls = le + 2
+    cdef long others = _slots(p, PyBytes_GET_SIZE(header), _dg_slot, vs_, ve_, False)
     return (
         None if vs_[0] < 0 else _text(p, vs_[0], ve_[0]),
         -1 if vs_[1] < 0 else _u64_or_minus_one(p, vs_[1], ve_[1]),
