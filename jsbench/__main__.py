@@ -96,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "jsclient": jsclient.__version__,
         "impl": _impl.IMPL,
         "nats_py": interp.dist_version("nats-py"),
+        # orbit.py's batched direct get for nats-py (the direct-get-batch row)
+        "jetstreamext": interp.dist_version("jetstreamext"),
         "natsio": natsio_version,
         "quick": args.quick,
         "repeat": repeat,
@@ -108,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta["server"] = server
         meta["server_url"] = url
         print(
-            f"jsclient {meta['jsclient']} (impl={meta['impl']}), nats-py {meta['nats_py']}, "
+            f"jsclient {meta['jsclient']} (impl={meta['impl']}), nats-py {meta['nats_py']} "
+            f"(jetstreamext {meta['jetstreamext'] or 'not installed'}), "
             f"natsio {meta['natsio']}, nats-server {server}"
         )
         print(

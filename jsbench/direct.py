@@ -1,23 +1,43 @@
 """Batched direct get (ADR-31): read a range of a stream without a consumer.
 
 One row, ``direct-get-batch``: read ``n`` messages, sequences 1..n, of a file
-stream that allows direct gets. jsclient reads them with
-``Stream.get_batch(seq=1, batch=n)``; nats-py has no batched direct get, so it
-reads the same range with its best consumer path, a pull consumer (ack policy
-none) fetched in batches of :data:`jsbench.js.BATCH`. natsio 1.0.1 has the
+stream that allows direct gets, by batched direct get in both columns.
+jsclient reads them with ``Stream.get_batch(seq=1, batch=n)``, which asks the
+server for pages of at most 10,000 messages (8 MiB) and sends the next request
+once the page's last message is taken. nats-py has no batched get of its own:
+its column is nats-py with orbit.py's ``jetstreamext.get_batch`` (PyPI
+``jetstreamext``, on ``natsext.request_many``), asked for the same pages.
+
+``jetstreamext.get_batch(js, stream, batch=k, seq=s)`` sends one request and
+does not page: the server sends up to ``k`` messages, fewer if it reaches the
+request's byte limit first (without ``max_bytes``, the server's max_pending,
+64 MiB by default), then a ``204 EOB`` status, which ends the iteration;
+``404`` (nothing from ``s`` on) raises ``NoMessagesError``. The iteration
+also ends without an error after ``request_many``'s overall timeout (30 s)
+or if the connection closes. So the nats-py column continues after the last
+sequence read until it has ``n`` messages, and both columns check that they
+read exactly ``n`` messages ending at sequence ``n``.
+
+nats-py's read of the same range through a consumer (a pull consumer, ack
+policy none, ``fetch`` of :data:`jsbench.js.BATCH`) is the nats-py column of
+the ``js-fetch-noack`` row, as jsclient's is. natsio 1.0.1 has the
 multi-subject form (``get_last_msgs_for``) but no batched get of a range: n/a.
-The stream is prepared by the parent, as in :mod:`jsbench.js`, and reused
-while its count and size are the same.
+nats.js's ``jsm.direct.getBatch`` runs this row in ``benchmarks/natsjs`` (node,
+by hand). The stream is prepared by the parent, as in :mod:`jsbench.js`, and
+reused while its count and size are the same.
 """
 
 from __future__ import annotations
 
 import time
 
-from jsbench.js import BATCH, create_stream_anew
+from jsbench.js import create_stream_anew
 from jsbench.result import Result
 
 DIR_STREAM, DIR_FILTER = "BDIR", "bdir.>"
+#: Messages per request in the nats-py column: jsclient's page
+#: (``jsclient.jetstream._direct.PAGE_MSGS``), so both send the same requests.
+PAGE = 10_000
 
 
 def setup_direct(url: str, n: int, size: int) -> None:
@@ -63,32 +83,47 @@ def js_get_batch(url: str, n: int, size: int) -> Result:
         stream = nc.jetstream().stream(DIR_STREAM)
         got = 0
         t0 = time.perf_counter()
-        for _m in stream.get_batch(seq=1, batch=n):
+        for m in stream.get_batch(seq=1, batch=n):  # noqa: B007 (the last m is checked)
             got += 1
         dt = time.perf_counter() - t0
-    if got != n:
-        raise RuntimeError(f"get_batch read {got} of {n} messages")
+    _check_range(got, m.seq if got else None, n)
     return Result(n / dt)
 
 
-def py_fetch_range(url: str, n: int, size: int) -> Result:
-    """nats-py: a pull consumer from sequence 1, ack policy none, ``fetch(BATCH)``."""
+def py_get_batch(url: str, n: int, size: int, page: int = PAGE) -> Result:
+    """nats-py + orbit.py: ``jetstreamext.get_batch`` from sequence 1, ``page`` a request."""
     import asyncio
 
     import nats
-    from nats.js.api import AckPolicy, ConsumerConfig
+    from jetstreamext import NoMessagesError, get_batch
 
-    async def run() -> float:
+    async def run() -> tuple[float, int, int]:
         nc = await nats.connect(url)
         js = nc.jetstream()
-        cfg = ConsumerConfig(ack_policy=AckPolicy.NONE)
-        psub = await js.pull_subscribe(DIR_FILTER, f"d{time.monotonic_ns()}", config=cfg)
-        got = 0
+        got = last = 0
         t0 = time.perf_counter()
         while got < n:
-            got += len(await psub.fetch(min(BATCH, n - got), timeout=5))
+            k = 0
+            batch = min(page, n - got)
+            try:
+                async for m in get_batch(js, DIR_STREAM, batch=batch, seq=last + 1):  # noqa: B007
+                    k += 1
+            except NoMessagesError:
+                pass  # a 404: nothing from seq on
+            if not k:
+                break  # nothing more came: the check below says so
+            got += k
+            last = m.seq or 0  # the page's last message: the next page starts after it
         dt = time.perf_counter() - t0
         await nc.close()
-        return dt
+        return dt, got, last
 
-    return Result(n / asyncio.run(run()))
+    dt, got, last = asyncio.run(run())
+    _check_range(got, last, n)
+    return Result(n / dt)
+
+
+def _check_range(got: int, last: int | None, n: int) -> None:
+    """A run must have read sequences 1..n: ``n`` messages, the last one ``n``."""
+    if got != n or last != n:
+        raise RuntimeError(f"read {got} of {n} messages, the last at sequence {last}")

@@ -454,10 +454,10 @@ def _direct() -> list[Workload]:
     return [
         Workload(
             "direct-get-batch",
-            "read a range of n messages (file stream): get_batch (batched direct get); "
-            f"nats-py: no batched get, its pull consumer fetch({js.BATCH}) of the range; "
-            "jsclient's own fetch is js-fetch-noack",
-            {JSCLIENT: direct.js_get_batch, NATS_PY: direct.py_fetch_range},
+            "read a range of n messages (file stream) by batched direct get, pages of "
+            f"{direct.PAGE:,}: jsclient get_batch; nats-py: orbit.py's jetstreamext.get_batch; "
+            "the same range read by a consumer fetch is js-fetch-noack (both clients)",
+            {JSCLIENT: direct.js_get_batch, NATS_PY: direct.py_get_batch},
             200_000,
             20_000,
             targets=(Target(NATS_PY, 2.0),),

@@ -97,6 +97,25 @@ def test_consume_stream_is_filled_once_and_reused(nats_server: NatsServer) -> No
         assert nc.jetstream().stream(js.CON_STREAM).info().state.messages == 200
 
 
+def test_direct_get_batch_columns_read_exactly_the_range(nats_server: NatsServer) -> None:
+    from jsbench import direct
+    from jsclient.jetstream import _direct
+
+    assert direct.PAGE == _direct.PAGE_MSGS  # both columns send the same requests
+    url, n = nats_server.url, 250
+    direct.setup_direct(url, n, 16)
+    assert direct.js_get_batch(url, n, 16).rate > 0
+    assert direct.py_get_batch(url, n, 16).rate > 0  # jetstreamext, one request
+    assert direct.py_get_batch(url, n, 16, page=64).rate > 0  # four, the last one short
+    # A range past the stream's end is a short read: both columns raise.
+    for fn in (direct.js_get_batch, direct.py_get_batch):
+        with pytest.raises(RuntimeError, match=f"read {n} of {n + 1} messages"):
+            fn(url, n + 1, 16)
+    # The nats-py column runs in a child that does not load jsclient.
+    res, data = runner.run_child("direct-get-batch", NATS_PY, url, n, timeout=60)
+    assert res.rate > 0 and data["jsclient_loaded"] is False
+
+
 def test_run_rows_with_the_shared_peers(nats_server: NatsServer) -> None:
     clients = [JSCLIENT, NATS_PY, NATSIO, RAW]
     rows = [by_name("core-request"), by_name("js-publish-sync"), by_name("js-fetch-ack")]

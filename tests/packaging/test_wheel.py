@@ -44,6 +44,7 @@ _IGNORED = {
     "__pycache__",
     ".pytest_cache",
     ".mypy_cache",
+    "node_modules",
 }
 
 
@@ -145,6 +146,8 @@ def test_sdist_carries_the_cython_sources(built: Built) -> None:
     for mod in MODULES:
         assert f"{top}/_speedups/{mod}.pyx" in names, f"{mod}.pyx missing from the sdist"
     assert f"{top}/setup.py" in names and f"{top}/pyproject.toml" in names
+    # the nats.js benchmark scripts (benchmarks/natsjs, run by hand) stay out
+    assert not [n for n in names if "natsjs" in n or "node_modules" in n]
 
 
 def test_wheel_is_manylinux_and_holds_the_extensions(built: Built) -> None:
