@@ -12,8 +12,9 @@
 Hand-off is batched: the reader collects the messages one socket read brings
 for a subscription into a list and puts the list on the queue once; the
 consuming side keeps a local deque it serves single messages from. Pending
-counts are pairs of counters with one writer each (the reader adds, the
-consumer subtracts), so no lock is taken per message.
+counts are pairs of counters: the reader counts what came in (it alone writes
+those), and the threads taking messages count what they handed out with
+``_took`` (atomic adds in the Cython twin, a short lock in the pure one).
 """
 
 from __future__ import annotations

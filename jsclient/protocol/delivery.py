@@ -29,7 +29,7 @@ batch. One queue put per batch hands the messages to the consuming thread.
 
 At the end every touched batch is flushed. A flushed batch is put on
 ``_q`` as ``(messages, payload bytes)``; the consumer counts ``_consumed``
-and ``_out_bytes`` per message it hands out, so the limits hold exactly. The
+and ``_out_bytes`` per message it hands out (``SubState._took``), so the limits hold exactly. The
 return value is ``(messages, payload bytes)`` over all MSG frames.
 
 ``route_safe(owner, events, start, subs, msg_type)`` routes ``events[start:]``
