@@ -25,6 +25,36 @@ def _brief(entries: list[Any]) -> list[tuple[str, bytes, int, str]]:
     return [(e.key, e.value, e.revision, e.operation) for e in entries]
 
 
+async def _np_watch_all(nkv: Any) -> tuple[Any, list[Any]]:
+    """A nats-py ``watchall()`` watcher and its initial entries, read up to its
+    None marker; the caller stops the watcher.
+
+    nats-py's watcher puts its None first when the server delivered every
+    entry before its consumer-info check (it counts only what its callback
+    already processed), and its entries come after it. Such a watcher is
+    stopped and a new one made, as ``_np_retry`` does for keys and history."""
+    for attempt in range(5):
+        w = await nkv.watchall()
+        seen = []
+        while (entry := await w.updates(timeout=5.0)) is not None:
+            seen.append(entry)
+        if seen or attempt == 4:
+            return w, seen
+        await w.stop()
+    raise AssertionError("unreachable")
+
+
+async def _np_retry(read: Any) -> Any:
+    """``await read()``, tried again when nats-py's watcher gave its None marker
+    before the entries (it then raises NoKeysError on a bucket that has keys)."""
+    for _ in range(4):
+        try:
+            return await read()
+        except nats.js.errors.NoKeysError:
+            await asyncio.sleep(0.05)
+    return await read()
+
+
 @pytest.mark.parametrize("direct", [None, True])
 def test_nats_py_writes_jsclient_reads(
     nats_server: NatsServer, js: JetStream, direct: bool | None
@@ -96,16 +126,15 @@ def test_jsclient_writes_nats_py_reads(nats_server: NatsServer, js: JetStream) -
                 out["b"] = "found"
             except nats.js.errors.KeyNotFoundError:
                 out["b"] = "missing"
-            out["keys"] = sorted(await nkv.keys())
-            out["hist_a"] = [(h.value, h.revision) for h in await nkv.history("a")]
-            out["hist_b"] = [h.operation for h in await nkv.history("b")]
+            out["keys"] = sorted(await _np_retry(nkv.keys))
+            out["hist_a"] = [
+                (h.value, h.revision) for h in await _np_retry(lambda: nkv.history("a"))
+            ]
+            out["hist_b"] = [h.operation for h in await _np_retry(lambda: nkv.history("b"))]
             # nats-py's watcher sees the current values, its None, then live jsclient puts.
-            w = await nkv.watchall()
+            w, initial = await _np_watch_all(nkv)
             try:
-                seen: list[Any] = []
-                while (entry := await w.updates(timeout=5.0)) is not None:
-                    seen.append((entry.key, entry.revision, entry.operation))
-                out["initial"] = seen
+                out["initial"] = [(e.key, e.revision, e.operation) for e in initial]
                 # A blocking jsclient call is fine here: nats-py buffers meanwhile.
                 await asyncio.to_thread(kv.put, "d", b"6")  # 6
                 await asyncio.to_thread(kv.purge, "a")  # 7
