@@ -192,8 +192,10 @@ class Feed:
             for msg in batch:
                 hdr = msg._hdr
                 # A status has "NATS/1.0 <code>" as its first line; plain headers
-                # (a headers-only consumer's) "NATS/1.0" alone.
-                if hdr is None or (hdr.startswith(_PLAIN_HDR) and PIN_HDR not in hdr):
+                # (a headers-only consumer's) "NATS/1.0" alone. (find, not `in`:
+                # bytes `in` first tries the operand as an integer, raising and
+                # clearing a TypeError each time.)
+                if hdr is None or (hdr.startswith(_PLAIN_HDR) and hdr.find(PIN_HDR) < 0):
                     if ack_none:
                         msg._ackd = ACK_NONE_POLICY
                     on_message(msg.size)

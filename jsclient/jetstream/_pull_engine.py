@@ -346,7 +346,7 @@ class Engine:
                 st: tuple[int, str] | None = _status_of(hdr)
                 if st is not None:
                     return st
-            if PIN_HDR in hdr:
+            if hdr.find(PIN_HDR) >= 0:  # find: cheaper than bytes `in` (see _feed)
                 self.remember_pin(hdr)
         if self.ack_none:
             msg._ackd = ACK_NONE_POLICY
@@ -354,7 +354,7 @@ class Engine:
 
     def remember_pin(self, hdr: bytes) -> None:
         line = self._pin_line
-        if line is not None and line in hdr:
+        if line is not None and hdr.find(line) >= 0:
             return  # the pin we have (every message of a pinned client carries it)
         pin = _status.header_value(hdr, "Nats-Pin-Id")
         if pin:

@@ -535,4 +535,4 @@ class FlightsRunner:
 
 def _has_msg_id(flight: Flight) -> bool:
     hdr = flight._hdr
-    return hdr is not None and b"nats-msg-id:" in hdr.lower()
+    return hdr is not None and hdr.lower().find(b"nats-msg-id:") >= 0
