@@ -417,6 +417,9 @@ def test_consume_with_min_pending_waits_for_a_backlog(nc: jsclient.Client, js: J
 def test_every_pull_form_sends_the_group(nc: jsclient.Client, js: JetStream) -> None:
     c = _overflow(js)
     _publish(nc, 7)
+    # A no-wait pull finds only what the consumer has counted (the server tells
+    # it of new messages after acking them).
+    _wait_for(lambda: c.info().num_pending == 7)
     assert len(list(c.fetch_no_wait(2, group=GROUP))) == 2
     # 2 unacked: min_ack_pending 2 is met, and stays met as more are delivered.
     got = list(c.fetch_bytes(10_000, expires=1.0, group=GROUP, min_ack_pending=2))

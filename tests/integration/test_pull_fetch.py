@@ -98,7 +98,14 @@ def test_fetch_no_wait(nc: jsclient.Client, js: JetStream) -> None:
     t0 = time.monotonic()
     batch = c.fetch_no_wait(10)
     assert list(batch) == [] and batch.error is None
+    assert time.monotonic() - t0 < 1.0  # answered at once, not at an expiry
     _publish(nc, 3)
+    # The server tells its consumers of new messages after it acks them: wait
+    # until the consumer counts them, or a no-wait pull may still find none.
+    deadline = time.monotonic() + 5.0
+    while c.info().num_pending < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    t0 = time.monotonic()
     assert _seqs(c.fetch_no_wait(10)) == [1, 2, 3]
     assert time.monotonic() - t0 < 1.0
 
