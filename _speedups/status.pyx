@@ -289,7 +289,6 @@ cdef inline Py_ssize_t _next_line(
     return 1
 
 
-
 ctypedef int (*_slot_fn)(const unsigned char* p, Py_ssize_t s, Py_ssize_t e) noexcept nogil
 
 
@@ -327,6 +326,7 @@ cdef inline long _slots(
             break
         ls = le + 2
     return others
+
 
 def header_value(header, name):
     """The first value of header ``name`` (ASCII case-insensitive), or ``None``."""

@@ -157,7 +157,7 @@ class Connection:
         self.rs.reset(dialled.parser)
         writer = self.writer
         with self._lock:
-            writer.held = 0
+            writer.hold(0)
             if resubscribe:
                 writer.push_front(resubscribe)
             self._sock = sock
@@ -239,7 +239,7 @@ class Connection:
             pass
         writer = self.writer
         writer.recover()  # half-written commands back in the queue, whole
-        writer.held = int(writer.wq.nbytes)  # counts toward the reconnect buffer
+        writer.hold(int(writer.wq.nbytes))  # counts toward the reconnect buffer
         close_quietly(sock)
         self._fail_pongs()
         if isinstance(exc, errors.ProtocolError):

@@ -1,4 +1,5 @@
-"""Test helper: publish to streams and wait until JetStream has stored every message.
+"""Test helpers: publish to streams and wait until JetStream has stored every
+message; wait for a condition.
 
 A core publish followed by ``flush()`` only proves the server received the
 messages; JetStream stores them asynchronously, so a test that reads right
@@ -7,7 +8,8 @@ after could see fewer. Acked publishes remove that race.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 
 import jsclient
 
@@ -19,3 +21,13 @@ def publish_stored(nc: jsclient.Client, subject: str, payloads: Iterable[bytes])
     js.publish_async_complete(timeout=60)
     for f in futures:
         f.result(timeout=0)
+
+
+def wait_for(cond: Callable[[], object], timeout: float = 5.0) -> bool:
+    """Poll ``cond`` until it is true (True) or ``timeout`` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -243,6 +243,13 @@ class Writer:
                 raise errors.OutboundBufferLimitError()
             self.held += size
 
+    def hold(self, nbytes: int) -> None:
+        """Start the reconnect buffer's count at ``nbytes`` (0 once connected; what the
+        write queue holds when the connection drops), under the lock ``check_buffer``
+        counts under."""
+        with self.room_lock:
+            self.held = nbytes
+
     def kick(self) -> None:
         """Wake whoever writes: the flusher, or over TLS the reader thread."""
         if self.link._is_tls:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import nats.js.errors
 import pytest
+from _js import wait_for
 
 import jsclient
 from jsclient import errors
@@ -39,15 +40,6 @@ def kv(js: JetStream) -> KeyValue:
 def _val(x: Any) -> str:
     """An enum or its plain string value, as a string."""
     return str(getattr(x, "value", x))
-
-
-def _wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def _gone(kv: KeyValue, key: str) -> bool:
@@ -518,8 +510,8 @@ def test_per_key_ttl(js: JetStream) -> None:
     kv.put("p", b"1")
     kv.purge("p", ttl=1.0)
     assert [h.operation for h in kv.history("p")] == ["PURGE"]
-    assert _wait_for(lambda: _gone(kv, "t"), 8.0), "the key outlived its TTL"
-    assert _wait_for(lambda: _history_gone(kv, "p"), 8.0), "the purge marker outlived its TTL"
+    assert wait_for(lambda: _gone(kv, "t"), 8.0), "the key outlived its TTL"
+    assert wait_for(lambda: _history_gone(kv, "p"), 8.0), "the purge marker outlived its TTL"
     assert kv.get("stay").value == b"v"
     assert "t" not in list(kv.keys())
 
@@ -553,14 +545,14 @@ def test_mirror_bucket(js: JetStream) -> None:
     mir = js.create_key_value(bucket="mir", storage="memory", mirror=StreamSource(name="src"))
     assert mir.bucket == "mir"
     assert js.stream("KV_mir").info().config.mirror.name == "KV_src"
-    assert _wait_for(lambda: _value(mir, "k") == b"1")
+    assert wait_for(lambda: _value(mir, "k") == b"1")
     with pytest.raises(errors.KeyDeletedError):
         mir.get("gone")
     assert mir.keys() == ["k"]
     # Writes through a mirror's handle go to its origin, and come back mirrored.
     mir.put("w", b"2")
     assert src.get("w").value == b"2"
-    assert _wait_for(lambda: _value(js.key_value("mir"), "w") == b"2")
+    assert wait_for(lambda: _value(js.key_value("mir"), "w") == b"2")
 
 
 def test_bucket_with_sources(js: JetStream) -> None:
@@ -573,13 +565,13 @@ def test_bucket_with_sources(js: JetStream) -> None:
         storage="memory",
         sources=[StreamSource(name="one"), StreamSource(name="two")],
     )
-    assert _wait_for(lambda: sorted(agg.keys()) == ["a", "b"])
+    assert wait_for(lambda: sorted(agg.keys()) == ["a", "b"])
     assert (agg.get("a").value, agg.get("b").value) == (b"1", b"2")
     agg.put("own", b"3")
     assert agg.get("own").value == b"3"
     assert one.keys() == ["a"] and two.keys() == ["b"]
     one.put("a", b"1b")
-    assert _wait_for(lambda: _value(agg, "a") == b"1b")
+    assert wait_for(lambda: _value(agg, "a") == b"1b")
 
 
 def test_keys_and_history_beyond_one_batch(nc: Client, js: JetStream) -> None:

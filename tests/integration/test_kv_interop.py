@@ -25,7 +25,7 @@ def _brief(entries: list[Any]) -> list[tuple[str, bytes, int, str]]:
     return [(e.key, e.value, e.revision, e.operation) for e in entries]
 
 
-async def _np_watch_all(nkv: Any) -> tuple[Any, list[Any]]:
+async def _np_watch_all(nkv: Any, tries: int = 4) -> tuple[Any, list[Any]]:
     """A nats-py ``watchall()`` watcher and its initial entries, read up to its
     None marker; the caller stops the watcher.
 
@@ -33,15 +33,15 @@ async def _np_watch_all(nkv: Any) -> tuple[Any, list[Any]]:
     entry before its consumer-info check (it counts only what its callback
     already processed), and its entries come after it. Such a watcher is
     stopped and a new one made, as ``_np_retry`` does for keys and history."""
-    for attempt in range(5):
+    while True:
         w = await nkv.watchall()
         seen = []
         while (entry := await w.updates(timeout=5.0)) is not None:
             seen.append(entry)
-        if seen or attempt == 4:
+        if seen or tries == 0:
             return w, seen
+        tries -= 1
         await w.stop()
-    raise AssertionError("unreachable")
 
 
 async def _np_retry(read: Any) -> Any:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _js import wait_for
 
 import jsclient
 from jsclient import errors
@@ -29,15 +29,6 @@ def js(nc: Client) -> JetStream:
 def kv(js: JetStream) -> KeyValue:
     """A memory bucket ``w`` keeping 5 revisions per key."""
     return js.create_key_value(bucket="w", history=5, storage="memory")
-
-
-def _wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def _initial(w: KeyWatcher, timeout: float = 5.0) -> list[Any]:
@@ -255,10 +246,10 @@ def test_callback_form(kv: KeyValue) -> None:
 
     w = kv.watch_all(cb=cb)
     try:
-        assert _wait_for(lambda: len(got) == 3)
+        assert wait_for(lambda: len(got) == 3)
         kv.put("a", b"3")
         kv.delete("b")
-        assert _wait_for(lambda: len(got) == 5)
+        assert wait_for(lambda: len(got) == 5)
         time.sleep(0.2)
         with lock:
             snapshot = list(got)
@@ -281,9 +272,9 @@ def test_callback_on_empty_bucket_gets_none(kv: KeyValue) -> None:
     got: list[Any] = []
     w = kv.watch("k.>", cb=got.append)
     try:
-        assert _wait_for(lambda: got == [None])
+        assert wait_for(lambda: got == [None])
         kv.put("k.1", b"v")
-        assert _wait_for(lambda: len(got) == 2)
+        assert wait_for(lambda: len(got) == 2)
         assert _brief(got[1:]) == [("k.1", b"v", 1, "PUT")]
     finally:
         w.stop()
@@ -327,7 +318,7 @@ def test_stop_ends_a_loop_in_another_thread(kv: KeyValue) -> None:
 
     t = threading.Thread(target=loop, daemon=True)
     t.start()
-    assert _wait_for(lambda: got == [None])
+    assert wait_for(lambda: got == [None])
     t0 = time.monotonic()
     w.stop()
     assert time.monotonic() - t0 < 1.0
@@ -394,7 +385,7 @@ def test_many_keys_callback_marker_after_all(nc: Client, js: JetStream) -> None:
     got: list[Any] = []
     w = kv.watch_all(cb=got.append)
     try:
-        assert _wait_for(lambda: None in got, 10.0)
+        assert wait_for(lambda: None in got, 10.0)
         assert got.index(None) == n
         assert [e.revision for e in got[:n]] == list(range(1, n + 1))
     finally:
@@ -431,7 +422,7 @@ def test_watcher_survives_a_server_restart(
                     return False
                 return True
 
-            assert _wait_for(ready, 10.0)
+            assert wait_for(ready, 10.0)
             revs = [kv.put(f"k{i}", b"after%d" % i) for i in range(5)]
             last = revs[-1]
             got: list[Any] = []
@@ -496,7 +487,7 @@ def test_stop_from_inside_the_callback(kv: KeyValue) -> None:
     def cb(entry: Any) -> None:
         got.append(entry)
         if entry is not None and entry.key == "a" and not stopped.is_set():
-            _wait_for(lambda: bool(holder), 5.0)
+            wait_for(lambda: bool(holder), 5.0)
             holder[0].stop()  # must not deadlock on the library thread
             stopped.set()
 
@@ -595,7 +586,7 @@ def test_stop_a_busy_callback_watcher(nc: Client, js: JetStream) -> None:
         time.sleep(0.001)
 
     w = kv.watch_all(cb=slow)
-    assert _wait_for(lambda: count[0] > 10)
+    assert wait_for(lambda: count[0] > 10)
     t0 = time.monotonic()
     w.stop()
     assert time.monotonic() - t0 < 0.5

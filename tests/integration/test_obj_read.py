@@ -8,12 +8,12 @@ import os
 import shutil
 import time
 import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nats.js.errors
 import pytest
+from _js import wait_for
 
 from jsclient import errors
 from jsclient.client import Client
@@ -34,15 +34,6 @@ def js(nc: Client) -> JetStream:
 def obs(js: JetStream) -> ObjectStore:
     """A memory bucket ``files``."""
     return js.create_object_store(bucket="files", storage="memory")
-
-
-def _wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def _consumers(js: JetStream) -> int:
@@ -176,7 +167,7 @@ def test_damage_is_detected(js: JetStream, obs: ObjectStore, how: str) -> None:
             r.read()
         with pytest.raises(errors.DigestMismatchError):
             r.read(1)
-    assert _wait_for(lambda: _consumers(js) == 0)
+    assert wait_for(lambda: _consumers(js) == 0)
 
 
 def test_a_bad_last_chunk_is_never_handed_out(js: JetStream, obs: ObjectStore) -> None:
@@ -270,12 +261,12 @@ def test_reading_survives_a_lost_consumer(js: JetStream, obs: ObjectStore) -> No
 def test_consumers_are_removed(js: JetStream, obs: ObjectStore) -> None:
     obs.put("o", os.urandom(50_000), chunk_size=1000)
     obs.get_bytes("o")
-    assert _wait_for(lambda: _consumers(js) == 0)
+    assert wait_for(lambda: _consumers(js) == 0)
     r = obs.get("o")
     r.read(10)  # a read left half done
     assert _consumers(js) == 1
     r.close()
-    assert _wait_for(lambda: _consumers(js) == 0)
+    assert wait_for(lambda: _consumers(js) == 0)
     r.close()  # closing twice is fine
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
-from _js import publish_stored
+from _js import publish_stored, wait_for
 
 import jsclient
 from jsclient import errors
@@ -25,15 +24,6 @@ def js(nc: jsclient.Client) -> JetStream:
 
 def _publish(nc: jsclient.Client, n: int, subject: str = "s.a") -> None:
     publish_stored(nc, subject, (b"m%d" % i for i in range(n)))
-
-
-def _wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def _seq(msg: jsclient.Msg) -> int:
@@ -89,12 +79,12 @@ def test_consume_resets_after_a_deleted_consumer(nc: jsclient.Client, js: JetStr
     oc = js.ordered_consumer("S")
     seqs: list[int] = []
     cc = oc.consume(lambda m: seqs.append(_seq(m)), max_messages=5)
-    assert _wait_for(lambda: len(seqs) == 10)
+    assert wait_for(lambda: len(seqs) == 10)
     first = oc.name
     js.delete_consumer("S", first)
     time.sleep(0.2)
     _publish(nc, 10)
-    assert _wait_for(lambda: len(seqs) == 20, 5.0)
+    assert wait_for(lambda: len(seqs) == 20, 5.0)
     assert seqs == list(range(1, 21))
     assert oc.name != first
     cc.stop()
@@ -151,7 +141,7 @@ def test_reset_gives_up_after_max_attempts(nc: jsclient.Client, js: JetStream) -
     errs: list[BaseException] = []
     seqs: list[int] = []
     cc = oc.consume(lambda m: seqs.append(_seq(m)), error_cb=errs.append)
-    assert _wait_for(lambda: len(seqs) == 2)
+    assert wait_for(lambda: len(seqs) == 2)
     js.delete_stream("S")  # its consumers go too, and no new one can be made
     assert cc.wait(5.0)
     assert isinstance(cc.error, errors.StreamNotFoundError)
@@ -178,11 +168,11 @@ def test_ordered_consume_keeps_order_across_a_restart(nats_server: NatsServer) -
                 seqs.append(_seq(msg))
 
         cc = oc.consume(cb, expires=2.0, heartbeat=0.5, error_cb=lambda e: None)
-        assert _wait_for(lambda: len(seqs) == 20)
+        assert wait_for(lambda: len(seqs) == 20)
         nats_server.restart()
         assert reconnected.wait(5.0)
         _publish(nc, 10)
-        assert _wait_for(lambda: len(seqs) == 30, 15.0), seqs[-5:]
+        assert wait_for(lambda: len(seqs) == 30, 15.0), seqs[-5:]
         assert seqs == list(range(1, 31))
         cc.stop()
     finally:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _js import publish_stored
+from _js import publish_stored, wait_for
 
 import jsclient
 from jsclient import errors
@@ -27,15 +26,6 @@ def js(nc: jsclient.Client) -> JetStream:
 
 def _publish(nc: jsclient.Client, n: int, subject: str = "s.a", payload: bytes = b"x") -> None:
     publish_stored(nc, subject, (payload + b"%d" % i for i in range(n)))
-
-
-def _wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 class _Collector:
@@ -59,7 +49,7 @@ def test_consume_delivers_in_order_on_a_dispatcher_thread(
     c = js.create_consumer("S", durable_name="d")
     got = _Collector()
     cc = c.consume(got, max_messages=10)  # 30 s expiry: refills cannot be waiting for it
-    assert _wait_for(lambda: len(got.seqs) == 50, 3.0)
+    assert wait_for(lambda: len(got.seqs) == 50, 3.0)
     assert got.seqs == list(range(1, 51))
     assert got.threads == {"jsclient-consume-d"}
     assert not cc.closed
@@ -77,7 +67,7 @@ def test_consume_with_max_messages_one_does_not_stall(nc: jsclient.Client, js: J
     c = js.create_consumer("S", durable_name="d")
     got = _Collector()
     cc = c.consume(got, max_messages=1)
-    assert _wait_for(lambda: len(got.seqs) == 20, 3.0)
+    assert wait_for(lambda: len(got.seqs) == 20, 3.0)
     cc.stop()
 
 
@@ -86,7 +76,7 @@ def test_consume_by_bytes(nc: jsclient.Client, js: JetStream) -> None:
     c = js.create_consumer("S", durable_name="d")
     got = _Collector()
     cc = c.consume(got, max_bytes=1024)
-    assert _wait_for(lambda: len(got.seqs) == 30, 3.0)
+    assert wait_for(lambda: len(got.seqs) == 30, 3.0)
     assert got.seqs == list(range(1, 31))
     cc.stop()
 
@@ -123,7 +113,7 @@ def test_stop_is_prompt_and_drops_the_buffer(nc: jsclient.Client, js: JetStream)
         gate.wait(5)
 
     cc = c.consume(slow, max_messages=20)
-    assert _wait_for(lambda: len(seen) == 1)
+    assert wait_for(lambda: len(seen) == 1)
     t0 = time.monotonic()
     cc.stop()
     assert time.monotonic() - t0 < 0.2
@@ -144,7 +134,7 @@ def test_drain_delivers_the_buffer_then_ends(nc: jsclient.Client, js: JetStream)
         gate.wait(5)
 
     cc = c.consume(slow, max_messages=20)
-    assert _wait_for(lambda: len(got) == 1)
+    assert wait_for(lambda: len(got) == 1)
     time.sleep(0.3)  # the rest arrives in the buffer
     cc.drain()
     gate.set()
@@ -161,7 +151,7 @@ def test_deleted_consumer_ends_consume(nc: jsclient.Client, js: JetStream) -> No
     js.delete_consumer("S", "d")
     assert cc.wait(3.0) and cc.closed
     assert isinstance(cc.error, errors.ConsumerDeletedError)
-    assert _wait_for(lambda: any(isinstance(e, errors.ConsumerDeletedError) for e in errs))
+    assert wait_for(lambda: any(isinstance(e, errors.ConsumerDeletedError) for e in errs))
 
 
 def test_push_consumer_ends_consume_and_messages(js: JetStream) -> None:
@@ -182,7 +172,7 @@ def test_request_limit_warning_goes_to_error_cb(nc: jsclient.Client, js: JetStre
     c = Consumer(js, "S", ConsumerInfo.from_response(resp))
     errs: list[BaseException] = []
     cc = c.consume(lambda m: None, max_messages=10, error_cb=errs.append)
-    assert _wait_for(lambda: len(errs) > 0, 3.0)
+    assert wait_for(lambda: len(errs) > 0, 3.0)
     assert isinstance(errs[0], errors.StatusError)
     assert (errs[0].status, errs[0].description) == (409, "Exceeded MaxRequestBatch of 5")
     assert not cc.closed  # a warning, not the end
@@ -198,13 +188,13 @@ def test_consume_recovers_once_max_waiting_has_room(nc: jsclient.Client, js: Jet
     cc = c.consume(got, expires=2.0, heartbeat=0.5, error_cb=errs.append)
     # nats-server 2.15 drops a refused pull that asked for heartbeats without the
     # 409 Exceeded MaxWaiting it sends otherwise: either way the consume hears of it.
-    assert _wait_for(lambda: len(errs) > 0, 3.0)
+    assert wait_for(lambda: len(errs) > 0, 3.0)
     assert isinstance(errs[0], errors.NoHeartbeatError | errors.StatusError)
     assert not cc.closed
     _publish(nc, 3)
     assert [m.metadata.sequence.stream for m in holder] == [1]
     # Once the slot is free, the missed-heartbeat recovery pulls again.
-    assert _wait_for(lambda: got.seqs == [2, 3], 5.0)
+    assert wait_for(lambda: got.seqs == [2, 3], 5.0)
     cc.stop()
 
 
@@ -220,7 +210,7 @@ def test_missing_heartbeats_warn_when_the_server_stops(nats_server: NatsServer) 
         assert errs == []
         nats_server.stop()
         t0 = time.monotonic()
-        assert _wait_for(lambda: any(isinstance(e, errors.NoHeartbeatError) for e in errs), 3.0)
+        assert wait_for(lambda: any(isinstance(e, errors.NoHeartbeatError) for e in errs), 3.0)
         assert time.monotonic() - t0 < 1.5 + 0.5  # within 3 x heartbeat (+ scheduling)
         time.sleep(1.2)
         # One warning per outage, not one per interval (a graceful stop also
@@ -243,7 +233,7 @@ def test_messages_raise_no_heartbeat_and_keep_going(nats_server: NatsServer) -> 
             with pytest.raises(errors.NoHeartbeatError):
                 it.next(timeout=3.0)
             nats_server.start()
-            assert _wait_for(lambda: nc.is_connected, 5.0)
+            assert wait_for(lambda: nc.is_connected, 5.0)
             _publish(nc, 1)
             assert it.next(timeout=5.0).data == b"x0"
     finally:
@@ -271,13 +261,13 @@ def test_consume_survives_a_server_restart(nats_server: NatsServer) -> None:
             time.sleep(0.002)
 
         cc = c.consume(cb, max_messages=20, expires=2.0, heartbeat=0.5, error_cb=lambda e: None)
-        assert _wait_for(lambda: len(deliveries) >= 50)
+        assert wait_for(lambda: len(deliveries) >= 50)
         nats_server.restart()
         assert len(deliveries) < total  # the restart came mid-stream
         everything = set(range(1, total + 1))
-        assert _wait_for(lambda: {s for s, _ in deliveries} == everything, 20.0), "lost messages"
+        assert wait_for(lambda: {s for s, _ in deliveries} == everything, 20.0), "lost messages"
         # Unconfirmed acks may still be redelivered (after ack_wait): let them settle.
-        assert _wait_for(lambda: c.info().num_ack_pending == 0, 10.0)
+        assert wait_for(lambda: c.info().num_ack_pending == 0, 10.0)
         confirmed: set[int] = set()
         for seq, ok in list(deliveries):
             assert seq not in confirmed, f"message {seq} came again after its ack was confirmed"
@@ -337,7 +327,7 @@ def test_messages_drain_returns_the_buffer_first(nc: jsclient.Client, js: JetStr
     c = js.create_consumer("S", durable_name="d")
     it = c.messages(max_messages=10)
     first = it.next(timeout=2.0)
-    assert _wait_for(lambda: c.stats()["delivered"] >= 1)
+    assert wait_for(lambda: c.stats()["delivered"] >= 1)
     time.sleep(0.2)  # the other four wait in the buffer
     it.drain()
     rest = list(it)
@@ -376,7 +366,7 @@ def test_hundred_thousand_messages_each_once(nc: jsclient.Client, js: JetStream)
         if i % 20_000 == 19_999:
             nc.flush(10)
     nc.flush(10)
-    assert _wait_for(lambda: js.stream("S").info().state.messages == total, 20.0)
+    assert wait_for(lambda: js.stream("S").info().state.messages == total, 20.0)
     c = js.create_consumer("S", durable_name="bulk", max_ack_pending=-1)
     seen = bytearray(total + 1)
     count = [0]
@@ -395,4 +385,4 @@ def test_hundred_thousand_messages_each_once(nc: jsclient.Client, js: JetStream)
     cc.stop()
     assert cc.wait(2.0)
     assert seen[1:] == b"\x01" * total
-    assert _wait_for(lambda: c.info().num_ack_pending == 0, 5.0)
+    assert wait_for(lambda: c.info().num_ack_pending == 0, 5.0)

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import pytest
-from _js import publish_stored
+from _js import publish_stored, wait_for
 
 import jsclient
 from jsclient import errors
@@ -102,9 +102,7 @@ def test_fetch_no_wait(nc: jsclient.Client, js: JetStream) -> None:
     _publish(nc, 3)
     # The server tells its consumers of new messages after it acks them: wait
     # until the consumer counts them, or a no-wait pull may still find none.
-    deadline = time.monotonic() + 5.0
-    while c.info().num_pending < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert wait_for(lambda: c.info().num_pending == 3)
     t0 = time.monotonic()
     assert _seqs(c.fetch_no_wait(10)) == [1, 2, 3]
     assert time.monotonic() - t0 < 1.0
