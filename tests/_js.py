@@ -1,5 +1,5 @@
 """Test helpers: publish to streams and wait until JetStream has stored every
-message; wait for a condition.
+message; wait for a condition (``wait_for``) or fail the test (``eventually``).
 
 A core publish followed by ``flush()`` only proves the server received the
 messages; JetStream stores them asynchronously, so a test that reads right
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
 
 import jsclient
 
@@ -31,3 +34,16 @@ def wait_for(cond: Callable[[], object], timeout: float = 5.0) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def eventually(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """Poll ``cond`` until it gives a true value and return that value; fail the
+    test when ``timeout`` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout} s")
+        time.sleep(0.02)

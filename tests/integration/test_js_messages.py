@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
 from concurrent.futures import Future
 
 import nats.js.errors
 import pytest
+from _js import wait_for
 
 import jsclient
 from jsclient import errors
@@ -20,15 +20,6 @@ from jsclient.jetstream import JetStream
 @pytest.fixture
 def js(nc: Client) -> JetStream:
     return nc.jetstream()
-
-
-def _wait_for(cond: Callable[[], object], timeout: float = 6.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _count(js: JetStream, stream: str) -> int:
@@ -85,7 +76,7 @@ def test_publish_ttl_expires_the_message(ttl_js: JetStream) -> None:
     assert msg.headers == {"Nats-TTL": "1s"}
     assert js.stream("TTL").get_msg(2).headers == {"Nats-TTL": "never"}
     assert js.stream("TTL").get_msg(3).headers == {"Nats-TTL": "3600500ms"}
-    assert _wait_for(lambda: _last(js, "TTL", "ttl.short") is None)
+    assert wait_for(lambda: _last(js, "TTL", "ttl.short") is None, timeout=6)
     assert _count(js, "TTL") == 2
 
 
@@ -98,7 +89,7 @@ def test_publish_async_and_publisher_carry_ttl(ttl_js: JetStream) -> None:
         assert flight.result(5).publish_ack_future.result(5).seq == 2
     assert js.stream("TTL").get_msg(1).headers == {"Nats-TTL": "1s", "Nats-Msg-Id": "a-1"}
     assert js.stream("TTL").get_msg(2).headers == {"Nats-TTL": "1s"}
-    assert _wait_for(lambda: _count(js, "TTL") == 0)
+    assert wait_for(lambda: _count(js, "TTL") == 0, timeout=6)
 
 
 def test_ttl_on_a_stream_without_allow_msg_ttl_is_refused(ttl_js: JetStream) -> None:
@@ -189,14 +180,14 @@ def test_schedule_at_fires_once(sched_js: JetStream) -> None:
     assert dt.datetime.fromisoformat(pattern[4:].replace("Z", "+00:00")) >= at
     assert stored.headers["Nats-Schedule-Target"] == "sch.out"
     assert _last(js, "SCH", "sch.out") is None
-    assert _wait_for(lambda: _last(js, "SCH", "sch.out") is not None)
+    assert wait_for(lambda: _last(js, "SCH", "sch.out") is not None, timeout=6)
     fired = _last(js, "SCH", "sch.out")
     assert fired is not None and fired.data == b"later"
     assert fired.headers is not None
     assert fired.headers["Nats-Scheduler"] == "sch.schedule.once"
     assert fired.headers["X-App"] == "1"
     # A one-off schedule is removed once it fired.
-    assert _wait_for(lambda: _last(js, "SCH", "sch.schedule.once") is None)
+    assert wait_for(lambda: _last(js, "SCH", "sch.schedule.once") is None, timeout=6)
     time.sleep(1.5)
     assert _count(js, "SCH") == 1  # the message it made, once
 
@@ -204,7 +195,7 @@ def test_schedule_at_fires_once(sched_js: JetStream) -> None:
 def test_schedule_every_repeats_until_purged(sched_js: JetStream) -> None:
     js = sched_js
     js.publish_schedule("sch.schedule.tick", b"tick", target="sch.ticks", every=1, ttl=60)
-    assert _wait_for(lambda: _count(js, "SCH") >= 3, timeout=8)  # schedule + 2 ticks
+    assert wait_for(lambda: _count(js, "SCH") >= 3, timeout=8)  # schedule + 2 ticks
     tick = _last(js, "SCH", "sch.ticks")
     assert tick is not None and tick.data == b"tick"
     assert tick.headers is not None and tick.headers.get("Nats-TTL") == "60s"
@@ -226,7 +217,7 @@ def test_schedule_cron_with_time_zone_and_source(sched_js: JetStream) -> None:
         time_zone="UTC",
         source="sch.reading",
     )
-    assert _wait_for(lambda: _last(js, "SCH", "sch.sampled") is not None)
+    assert wait_for(lambda: _last(js, "SCH", "sch.sampled") is not None, timeout=6)
     sampled = _last(js, "SCH", "sch.sampled")
     assert sampled is not None and sampled.data == b"21.5"
     js.stream("SCH").purge(subject="sch.schedule.sample")

@@ -11,7 +11,7 @@ from typing import Any
 
 import nats.js.api
 import pytest
-from _js import publish_stored
+from _js import eventually, publish_stored
 
 import jsclient
 from jsclient import errors
@@ -43,17 +43,6 @@ def nc2(nats_server: NatsServer) -> Iterator[jsclient.Client]:
 
 def _publish(nc: jsclient.Client, n: int, start: int = 0) -> None:
     publish_stored(nc, "jobs.a", (b"%d" % i for i in range(start, start + n)))
-
-
-def _wait_for(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s")
-        time.sleep(0.02)
 
 
 def _pinned(js: JetStream, timeout: float = 1.0, name: str = "workers") -> Consumer:
@@ -199,12 +188,12 @@ def test_one_pinned_client_at_a_time_and_takeover_after_the_timeout(
     c2 = nc2.jetstream().consumer("JOBS", "workers")
     w1 = _Worker(c1)
     _publish(nc, 1)
-    _wait_for(lambda: w1.count() == 1)  # c1 pulled first: it holds the pin
+    eventually(lambda: w1.count() == 1)  # c1 pulled first: it holds the pin
     w2 = _Worker(c2)
     try:
         time.sleep(3.0)  # longer than priority_timeout: c1 keeps the pin by pulling
         _publish(nc, 30, start=1)
-        _wait_for(lambda: w1.count() == 31)
+        eventually(lambda: w1.count() == 31)
         time.sleep(0.3)
         assert w2.count() == 0  # the standby got nothing
         assert _pin_of(c1) == c1._pull_engine().pin_id
@@ -212,11 +201,11 @@ def test_one_pinned_client_at_a_time_and_takeover_after_the_timeout(
         # drops its pin, and c2 is pinned with the next message.
         w1.stop()
         t0 = time.monotonic()
-        _wait_for(lambda: _pin_of(c1) is None)
+        eventually(lambda: _pin_of(c1) is None)
         # 2.5 s after c1's last pull, made about 1 s or less before it stopped.
         assert time.monotonic() - t0 >= 0.8
         _publish(nc, 10, start=31)
-        _wait_for(lambda: w2.count() == 10)
+        eventually(lambda: w2.count() == 10)
         pin2 = c2._pull_engine().pin_id
         assert pin2 and pin2 != c1._pull_engine().pin_id
         assert _pin_of(c2) == pin2
@@ -234,7 +223,7 @@ def test_unpin_moves_the_pin_and_the_old_pin_gets_423(
     c2 = nc2.jetstream().consumer("JOBS", "workers")
     w1 = _Worker(c1)
     _publish(nc, 1)
-    _wait_for(lambda: w1.count() == 1)
+    eventually(lambda: w1.count() == 1)
     old_pin = c1._pull_engine().pin_id
     w2 = _Worker(c2)
     try:
@@ -243,16 +232,16 @@ def test_unpin_moves_the_pin_and_the_old_pin_gets_423(
         _publish(nc, 10, start=1)
         # The waiting pulls of c1 carry the old pin: the server drops them with a
         # 423, and c2's unpinned pull is the one pinned next.
-        _wait_for(lambda: w2.count() == 10)
+        eventually(lambda: w2.count() == 10)
         assert w1.count() == 1
-        _wait_for(lambda: any(isinstance(e, errors.PinIdMismatchError) for e in w1.errors))
+        eventually(lambda: any(isinstance(e, errors.PinIdMismatchError) for e in w1.errors))
         assert all(isinstance(e, errors.PinIdMismatchError) for e in w1.errors)
         assert all(e.status == 423 for e in w1.errors)  # type: ignore[attr-defined]
         assert c1._pull_engine().pin_id is None  # c1 pulls on unpinned
         assert c2._pull_engine().pin_id not in (None, old_pin)
         # c1 is a standby now: c2 keeps the messages while it pulls.
         _publish(nc, 10, start=11)
-        _wait_for(lambda: w2.count() == 20)
+        eventually(lambda: w2.count() == 20)
         assert w1.count() == 1
     finally:
         w1.stop()
@@ -406,7 +395,7 @@ def test_consume_with_min_pending_waits_for_a_backlog(nc: jsclient.Client, js: J
         assert w.count() == 0  # 5 pending: no overflow yet
         _publish(nc, 30, start=5)
         # Served while at least 20 are pending: 35 -> 16 left.
-        _wait_for(lambda: w.count() >= 16)
+        eventually(lambda: w.count() >= 16)
         time.sleep(0.5)
         assert w.count() == 16
     finally:
@@ -419,7 +408,7 @@ def test_every_pull_form_sends_the_group(nc: jsclient.Client, js: JetStream) -> 
     _publish(nc, 7)
     # A no-wait pull finds only what the consumer has counted (the server tells
     # it of new messages after acking them).
-    _wait_for(lambda: c.info().num_pending == 7)
+    eventually(lambda: c.info().num_pending == 7)
     assert len(list(c.fetch_no_wait(2, group=GROUP))) == 2
     # 2 unacked: min_ack_pending 2 is met, and stays met as more are delivered.
     got = list(c.fetch_bytes(10_000, expires=1.0, group=GROUP, min_ack_pending=2))
@@ -461,7 +450,7 @@ def test_prioritized_serves_the_lowest_priority_value_first(
     far = nc2.jetstream().consumer("JOBS", "prio")
     far_batch = far.fetch(10, expires=3.0, group=GROUP, priority=5)
     near_batch = c.fetch(10, expires=3.0, group=GROUP, priority=0)
-    _wait_for(lambda: c.info().num_waiting == 2)
+    eventually(lambda: c.info().num_waiting == 2)
     _publish(nc, 15)
     near = [m.data for m in near_batch]
     rest = [m.data for m in far_batch]

@@ -19,7 +19,7 @@ from typing import Any
 import nats
 import nats.js.api
 import pytest
-from _js import publish_stored
+from _js import eventually, publish_stored
 
 import jsclient
 from jsclient import errors
@@ -87,17 +87,6 @@ def _inject(
     c.flush()
 
 
-def _wait(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met in {timeout} s")
-        time.sleep(0.02)
-
-
 def _consume_until(sub: JsSubscription, cond: Callable[[], Any], timeout: float = 10.0) -> Any:
     """Keep a sync subscription consuming (where its status management runs) until ``cond``."""
 
@@ -106,7 +95,7 @@ def _consume_until(sub: JsSubscription, cond: Callable[[], Any], timeout: float 
             sub.next_msg(timeout=0.1)
         return cond()
 
-    return _wait(step, timeout)
+    return eventually(step, timeout)
 
 
 def _acked_all(js: JetStream, stream: str, name: str, n: int) -> bool:
@@ -129,7 +118,7 @@ def test_sync_push_subscription(nc: jsclient.Client, js: JetStream) -> None:
     assert sub.delivered == 10 and sub.sequence_mismatch is None
     with pytest.raises(errors.TimeoutError):
         sub.next_msg(timeout=0.3)
-    _wait(lambda: _acked_all(js, "S", "d", 10))
+    eventually(lambda: _acked_all(js, "S", "d", 10))
     info = sub.consumer_info()
     assert info.config.deliver_subject == sub.subject and info.config.filter_subject == "s.a"
     assert info.push_bound
@@ -162,7 +151,7 @@ def test_callback_acks_after_return_and_not_after_raise(nc: jsclient.Client, js:
     _publish(nc, 5)
     assert done.wait(10)
     assert sorted(seen) == [1, 2, 3, 3, 4, 5]
-    _wait(lambda: _acked_all(js, "S", "d", 5))
+    eventually(lambda: _acked_all(js, "S", "d", 5))
     sub.unsubscribe()
 
 
@@ -187,7 +176,7 @@ def test_callback_runs_on_a_library_thread_with_manual_ack(
     assert js.consumer("S", "d").info().num_ack_pending == 3  # nothing acked for us
     for m in got:
         m.ack()
-    _wait(lambda: _acked_all(js, "S", "d", 3))
+    eventually(lambda: _acked_all(js, "S", "d", 3))
     with pytest.raises(errors.BadSubscriptionError):
         sub.next_msg(timeout=0.1)  # a callback subscription has no next_msg
     sub.drain()
@@ -211,7 +200,7 @@ def test_queue_group_shares_the_work(nc: jsclient.Client, js: JetStream) -> None
     assert a.consumer_name == b.consumer_name == "workers"  # the queue name is the durable
     assert _consumers(js) == ["workers"]
     _publish(nc, 300)
-    _wait(lambda: len(seqs) >= 300)
+    eventually(lambda: len(seqs) >= 300)
     time.sleep(0.2)
     assert sorted(seqs) == list(range(1, 301))  # each message to exactly one member
     assert counts["a"] > 0 and counts["b"] > 0
@@ -254,7 +243,7 @@ def test_queue_members_racing_to_create_the_durable_share_it(
         js.consumer("S", "racers").cached_info.config.deliver_subject
     }
     _publish(nc, 100)
-    _wait(lambda: len(got) >= 100)
+    eventually(lambda: len(got) >= 100)
     time.sleep(0.2)
     assert sorted(got) == list(range(1, 101))
     for m in members:
@@ -269,7 +258,7 @@ def test_ephemeral_consumer_deleted_after_drain(nc: jsclient.Client, js: JetStre
     info = sub.consumer_info()
     assert info.config.durable_name is None
     _publish(nc, 20)
-    _wait(lambda: len(got) == 20)
+    eventually(lambda: len(got) == 20)
     sub.drain()
     assert _consumers(js) == []
     assert got == [b"m%d" % i for i in range(20)]
@@ -309,7 +298,7 @@ def test_flow_control_is_answered_when_reached_and_once(
     _publish(nc, 2)
     _inject(other, sub.subject, "100 FlowControl Request", reply="fc.reply.1")
     _inject(other, sub.subject, "100 FlowControl Request", reply="fc.reply.1")
-    _wait(lambda: sub.pending_msgs >= 4)
+    eventually(lambda: sub.pending_msgs >= 4)
     with pytest.raises(errors.TimeoutError):
         answers.next_msg(timeout=0.3)  # not answered while the user has not reached it
     assert [sub.next_msg(timeout=2).data for _ in range(2)] == [b"m0", b"m1"]
@@ -354,7 +343,7 @@ def test_heartbeat_alarm_when_the_server_stops(
     t0 = time.monotonic()
     nats_server.kill()
     try:
-        alarms = _wait(lambda: errs.of(errors.HeartbeatAlarmError), timeout=10)
+        alarms = eventually(lambda: errs.of(errors.HeartbeatAlarmError), timeout=10)
         took = time.monotonic() - t0
     finally:
         nats_server.start()
@@ -375,10 +364,10 @@ def test_gap_from_a_heartbeat_is_reported_once(
     ahead = {"Nats-Last-Consumer": "8", "Nats-Last-Stream": "8"}
     _inject(other, sub.subject, "100 Idle Heartbeat", ahead)
     _inject(other, sub.subject, "100 Idle Heartbeat", ahead)
-    _wait(lambda: sub.pending_msgs >= 2)  # both arrived; consuming handles them
+    eventually(lambda: sub.pending_msgs >= 2)  # both arrived; consuming handles them
     with pytest.raises(errors.TimeoutError):
         sub.next_msg(timeout=0.3)
-    gaps = _wait(lambda: errs.of(errors.SequenceMismatchError))
+    gaps = eventually(lambda: errs.of(errors.SequenceMismatchError))
     time.sleep(0.2)
     assert len(errs.of(errors.SequenceMismatchError)) == 1  # once per gap
     gap = gaps[0]
@@ -395,8 +384,8 @@ def test_messages_dropped_by_a_slow_consumer_are_a_gap(
 ) -> None:
     sub = js.subscribe("s.a", durable="d", pending_msgs_limit=10, idle_heartbeat=0.5, error_cb=errs)
     _publish(nc, 200)
-    _wait(lambda: sub.dropped > 0)
-    _wait(lambda: sub._received + sub.dropped >= 200)
+    eventually(lambda: sub.dropped > 0)
+    eventually(lambda: sub._received + sub.dropped >= 200)
     delivered = []
     while True:
         try:
@@ -455,8 +444,8 @@ def test_error_statuses_go_to_error_cb_for_a_callback(
     sub = js.subscribe("s.a", durable="d", cb=lambda m: got.append(m.data), error_cb=errs)
     _inject(other, sub.subject, "409 Something New")
     js.publish("s.a", b"after")
-    _wait(lambda: got == [b"after"])
-    err = _wait(lambda: errs.of(errors.StatusError))[0]
+    eventually(lambda: got == [b"after"])
+    err = eventually(lambda: errs.of(errors.StatusError))[0]
     assert err.status == 409 and err.description == "Something New"
     sub.unsubscribe()
 
@@ -515,7 +504,7 @@ def test_ordered_push_with_a_callback(nc: jsclient.Client, js: JetStream) -> Non
     publish_stored(nc, "s.a", (b"%d" % i for i in range(500)))
     got: list[int] = []
     sub = js.subscribe("s.a", ordered_consumer=True, cb=lambda m: got.append(int(m.data)))
-    _wait(lambda: len(got) == 500)
+    eventually(lambda: len(got) == 500)
     assert got == list(range(500))
     sub.unsubscribe()
 
@@ -565,7 +554,7 @@ def test_failed_delete_after_drain_goes_to_error_cb(
     nats_server.kill()
     try:
         sub.drain(timeout=2.0)
-        err = _wait(lambda: errs.of(errors.TimeoutError))[0]
+        err = eventually(lambda: errs.of(errors.TimeoutError))[0]
         assert "CONSUMER.DELETE" in str(err)
     finally:
         nats_server.start()
@@ -644,7 +633,7 @@ def test_several_streams_match(js: JetStream) -> None:
 
 def test_duplicate_subscription_to_a_bound_consumer(js: JetStream) -> None:
     first = js.subscribe("s.a", durable="d")
-    _wait(lambda: first.consumer_info().push_bound)
+    eventually(lambda: first.consumer_info().push_bound)
     with pytest.raises(errors.ConsumerBoundError) as ei:
         js.subscribe("s.a", durable="d")
     assert ei.value.code == 90012
