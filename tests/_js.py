@@ -36,14 +36,14 @@ def wait_for(cond: Callable[[], object], timeout: float = 5.0) -> bool:
     return True
 
 
-def eventually(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
+def eventually(cond: Callable[[], Any], timeout: float = 10.0, what: str = "the condition") -> Any:
     """Poll ``cond`` until it gives a true value and return that value; fail the
-    test when ``timeout`` seconds pass first."""
+    test (naming ``what`` it waited for) when ``timeout`` seconds pass first."""
     deadline = time.monotonic() + timeout
     while True:
         value = cond()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s")
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _js import eventually
 from django.core.management import CommandError, call_command
 from django.db import connection
 from jsclient_testapp.models import Handled
@@ -34,17 +35,6 @@ from jsclient.server import NatsServer
 
 HERE = Path(__file__).resolve().parent
 MANAGE = HERE / "manage_worker.py"
-
-
-def _wait_for(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 class WorkerProcess:
@@ -70,7 +60,7 @@ class WorkerProcess:
         return self.log_path.read_text(errors="replace")
 
     def wait_running(self) -> None:
-        _wait_for(
+        eventually(
             lambda: "jetstream worker running" in self.log() or self.proc.poll() is not None,
             30,
             "the worker to start",
@@ -134,7 +124,7 @@ def test_sigterm_mid_stream_then_restart_handles_each_message_once(
     _publish_jobs(total)
     first = spawn(sleep=0.003)
     first.wait_running()
-    _wait_for(lambda: Handled.objects.count() >= 200, 60, "200 messages handled")
+    eventually(lambda: Handled.objects.count() >= 200, 60, "200 messages handled")
     assert first.stop(signal.SIGTERM) == 0, first.log()
     log = first.log()
     assert "SIGTERM: stopping gracefully" in log and "jetstream worker stopped" in log
@@ -145,7 +135,7 @@ def test_sigterm_mid_stream_then_restart_handles_each_message_once(
 
     second = spawn()
     second.wait_running()
-    _wait_for(
+    eventually(
         lambda: Handled.objects.values("key").distinct().count() >= total,
         60,
         "every message handled after the restart",
@@ -169,10 +159,10 @@ def test_second_signal_exits_at_once(jobs: str, spawn: Callable[..., WorkerProce
     _publish_jobs(20)
     w = spawn(sleep=1.0)  # handlers busy for a second per message
     w.wait_running()
-    _wait_for(lambda: "consumer jobs" in w.log(), 10, "the consumer to start")
+    eventually(lambda: "consumer jobs" in w.log(), 10, "the consumer to start")
     time.sleep(0.3)  # let the two handler threads take a message each
     w.proc.send_signal(signal.SIGTERM)
-    _wait_for(lambda: "stopping gracefully" in w.log(), 10, "the first signal to be seen")
+    eventually(lambda: "stopping gracefully" in w.log(), 10, "the first signal to be seen")
     w.proc.send_signal(signal.SIGTERM)
     assert w.wait(10) == 128 + signal.SIGTERM
     assert "SIGTERM again: exiting at once" in w.log()
@@ -235,7 +225,7 @@ def test_handler_exception_leads_to_redelivery(
     worker = Worker([registered()["flaky"]])
     t, status = _run_worker(worker)
     try:
-        _wait_for(lambda: (b"1", 2) in seen, 15, "the failed message to come back")
+        eventually(lambda: (b"1", 2) in seen, 15, "the failed message to come back")
     finally:
         worker.request_stop()
         t.join(30)
@@ -271,9 +261,9 @@ def test_stale_database_connections_are_closed_around_messages(
     t, status = _run_worker(worker)
     try:
         js.publish("dbc", b"a")
-        _wait_for(lambda: len(connections_seen) == 1, 10, "the first message")
+        eventually(lambda: len(connections_seen) == 1, 10, "the first message")
         js.publish("dbc", b"b")
-        _wait_for(lambda: len(connections_seen) == 2, 10, "the second message")
+        eventually(lambda: len(connections_seen) == 2, 10, "the second message")
     finally:
         worker.request_stop()
         t.join(30)

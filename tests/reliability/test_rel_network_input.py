@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from _js import wait_for
 
 import jsclient
 from jsbench.faults import FaultProxy, HostileServer
@@ -29,15 +30,6 @@ def server() -> Iterator[NatsServer]:
         yield srv
 
 
-def _wait(cond: object, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():  # type: ignore[operator]
-            return True
-        time.sleep(0.01)
-    return False
-
-
 def test_dropped_connection_reconnects_and_delivers(server: NatsServer) -> None:
     with FaultProxy(server.host, server.port) as px:
         errs: list[BaseException] = []
@@ -48,7 +40,7 @@ def test_dropped_connection_reconnects_and_delivers(server: NatsServer) -> None:
             reader = nc._conn.reader.thread
             for round_ in range(3):
                 px.drop_all()
-                assert _wait(lambda r=round_: nc.stats["reconnects"] > r, 5)
+                assert wait_for(lambda r=round_: nc.stats["reconnects"] > r, 5)
                 nc.publish("d", b"%d" % round_)
                 assert sub.next_msg(timeout=5).data == b"%d" % round_
             assert reader is not None and reader.is_alive() and nc._conn.reader.thread is reader
@@ -128,11 +120,11 @@ def test_slow_consumer_reported_connection_survives_dropped_counted(server: Nats
         for i in range(n):
             nc.publish("slow", b"%d" % i)
         nc.flush()
-        assert _wait(lambda: any(isinstance(e, errors.SlowConsumerError) for e in errs), 5)
+        assert wait_for(lambda: any(isinstance(e, errors.SlowConsumerError) for e in errs), 5)
         slow_err = next(e for e in errs if isinstance(e, errors.SlowConsumerError))
         assert slow_err.subject == "slow" and slow_err.sid == sub.sid
         release.set()
-        assert _wait(lambda: len(handled) + sub.dropped == n, 5)
+        assert wait_for(lambda: len(handled) + sub.dropped == n, 5)
         assert sub.dropped > 0 and len(handled) == n - sub.dropped
         # the connection is fine
         assert nc.is_connected
@@ -202,7 +194,7 @@ def test_permission_violations_are_typed_and_keep_the_connection(
         nc.publish("secret.plans", b"x")
         nc.subscribe("hidden.things")
         nc.flush()
-        assert _wait(
+        assert wait_for(
             lambda: len([e for e in errs if isinstance(e, errors.PermissionViolationError)]) >= 2, 5
         )
         found = {
