@@ -141,6 +141,11 @@ class Client:
         return self._conn.status is CONNECTED
 
     @property
+    def _lost_at(self) -> float:
+        # time.monotonic() of the latest lost socket (0.0: none yet)
+        return self._conn.lost_at
+
+    @property
     def is_closed(self) -> bool:
         return self._conn.status is CLOSED
 

@@ -86,6 +86,9 @@ class Connection:
         self.server_info: dict[str, Any] = {}
         self.connected_url: str | None = None
         self.reconnects = 0
+        # time.monotonic() when the socket was last lost: a write after it went
+        # to the reconnect buffer, not to the lost socket (0.0: never lost)
+        self.lost_at = 0.0
         self.pool = ServerPool(
             opts.servers,
             randomize=not opts.dont_randomize,
@@ -230,6 +233,7 @@ class Connection:
             if self._sock is not sock:
                 return
             self._sock = None
+            self.lost_at = time.monotonic()
             if self.status is not CLOSED:
                 self._set_status(RECONNECTING)
         self._connected_event.clear()

@@ -431,14 +431,17 @@ class FlightsRunner:
                 self._flights.notify()
 
     def _on_conn_event(self, event: str) -> None:
-        # Callback thread: the acks of attempts sent before a disconnect are
+        # Events thread: the acks of attempts sent before a disconnect are
         # lost with the connection. Fail each attempt whose token we take back
         # (a reply that got there first wins); a retry resends it with its id.
+        # An attempt sent after the socket was lost sits in the reconnect
+        # buffer and goes out on reconnect: it is left alone (the event may
+        # come after such sends, and even after the reconnect).
         if event != "disconnected":
             return
-        mux = self._client._mux
+        mux, lost_at = self._client._mux, self._client._lost_at
         for flight in list(self._in_flight):
-            if mux.cancel(flight._token):
+            if flight.publish_time <= lost_at and mux.cancel(flight._token):
                 flight.deliver(errors.PublishDisconnectedError())
 
     def _announce(self, flight: Flight) -> None:

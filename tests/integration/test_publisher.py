@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import pytest
+from _js import wait_for
 
 from jsclient import errors
 from jsclient.api import PubAck
@@ -378,6 +379,32 @@ def test_ack_timeouts_while_disconnected_are_retried(nats_server: NatsServer, nc
     assert all(f.result().attempts >= 2 for f in futs)
     # each attempt was buffered and sent on reconnect; Nats-Msg-Id kept one copy
     assert js.stream("F").info().state.messages == 5
+
+
+def test_a_late_disconnect_event_leaves_buffered_sends_alone(
+    nats_server: NatsServer, nc: Client
+) -> None:
+    # The library hears of a lost socket on its events thread, a moment after
+    # the connection state changed. Sends made in that moment went to the
+    # reconnect buffer, not to the lost socket: their acks are not lost, and
+    # the event must not fail them (it did, and they were sent twice).
+    js = nc.jetstream()
+    js.create_stream(name="F", subjects=["f.>"], storage="file")
+    nats_server.stop(keep_store=True)
+    assert wait_for(lambda: not nc.is_connected)
+    pub, rec = _publisher(js, retry=RetryConfig(attempts=5, backoff=(0.1,)), wait_timeout=10.0)
+    pub.start()
+    futs = _publish_n(pub, 3, "f.x")
+    assert all(f.result(5).attempts == 1 for f in futs)  # written (into the buffer)
+    assert wait_for(lambda: pub._on_conn_event in nc._listeners)  # the flights runner listens
+    nc._notify("disconnected")  # that loss's event, arriving after the sends
+    time.sleep(0.3)  # the events thread has run it (a retry would be due by now)
+    assert rec.of("retrying") == [] and pub.in_flight == 3
+    nats_server.start()
+    assert sorted(a.seq for a in _acks(futs, timeout=10)) == [1, 2, 3]
+    pub.drain(timeout=10)
+    assert all(f.result().attempts == 1 for f in futs) and rec.of("retrying") == []
+    assert js.stream("F").info().state.messages == 3
 
 
 def test_ack_timeout_with_msg_ids_is_retried(nc: Client) -> None:
