@@ -26,24 +26,27 @@ def publish_stored(nc: jsclient.Client, subject: str, payloads: Iterable[bytes])
         f.result(timeout=0)
 
 
-def wait_for(cond: Callable[[], object], timeout: float = 5.0) -> bool:
-    """Poll ``cond`` until it is true (True) or ``timeout`` seconds pass (False)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
-def eventually(cond: Callable[[], Any], timeout: float = 10.0, what: str = "the condition") -> Any:
-    """Poll ``cond`` until it gives a true value and return that value; fail the
-    test (naming ``what`` it waited for) when ``timeout`` seconds pass first."""
+def _poll(cond: Callable[[], Any], timeout: float, interval: float) -> Any:
+    """The first true value ``cond`` gives, or None once ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout
     while True:
         value = cond()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
+            return None
+        time.sleep(interval)
+
+
+def wait_for(cond: Callable[[], object], timeout: float = 5.0) -> bool:
+    """Poll ``cond`` until it is true (True) or ``timeout`` seconds pass (False)."""
+    return _poll(cond, timeout, 0.01) is not None
+
+
+def eventually(cond: Callable[[], Any], timeout: float = 10.0, what: str = "the condition") -> Any:
+    """Poll ``cond`` until it gives a true value and return that value; fail the
+    test (naming ``what`` it waited for) when ``timeout`` seconds pass first."""
+    value = _poll(cond, timeout, 0.02)
+    if value is None:
+        pytest.fail(f"timed out after {timeout} s waiting for {what}")
+    return value
