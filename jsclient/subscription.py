@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
+from jsclient._handoff import wait_into
 from jsclient._threads import log
 from jsclient._threads import remaining as _remaining
 from jsclient.msg import Msg
@@ -85,6 +86,7 @@ class Subscription(SubState):
         self.queue = queue_group
         self._cb = cb
         self._local: deque[Msg] = deque()  # consumer-side messages already taken off _q
+        self._held: deque[Any] = deque()  # what a wait took off _q (see _take)
         self._closed = False
         self._discard = False  # unsubscribe()/close(): queued messages are dropped
         self._draining = False
@@ -120,16 +122,22 @@ class Subscription(SubState):
         client, which raises the same error.
         """
         self._local.clear()
+        self._held.clear()
         q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         q.put(_Closed(error))
         self._q = q
 
     def _take(self, timeout: float | None) -> Msg:
-        """Consumer side: the next message, or raise queue.Empty / the close reason."""
+        """Consumer side: the next message, or raise queue.Empty / the close reason.
+
+        A blocking wait moves what it got into ``_held`` in the same C call
+        (:func:`~jsclient._handoff.wait_into`), so an interrupt delivered as
+        the wait returns leaves the batch there for the next call.
+        """
         local = self._local
+        held = self._held
         while True:
             if self._discard:
-                local.clear()
                 self._discard_queued()
             try:
                 msg = local.popleft()
@@ -140,26 +148,41 @@ class Subscription(SubState):
                 # exactly while a batch sits in the local deque.
                 self._took(1, len(msg.data))
                 return msg
-            if timeout is None:
-                item = self._q.get()
-            elif timeout > 0:
-                item = self._q.get(timeout=timeout)
+            if held:
+                item = held.popleft()
             else:
-                item = self._q.get_nowait()
+                try:
+                    item = self._q.get_nowait()
+                except queue.Empty:
+                    if timeout is not None and timeout <= 0:
+                        raise
+                    wait_into(self._q, held, timeout)
+                    continue
             if type(item) is tuple:
                 local.extend(item[0])
                 continue
             self._q.put(item)  # keep the sentinel for other readers
             raise _Ended(item.error)
 
+    def _give_back(self, msgs: list[Msg]) -> None:
+        """Put messages taken but not handed out back in front, in order (an
+        interrupted fetch); the next take hands them out again."""
+        self._local.extendleft(reversed(msgs))
+        self._took(-len(msgs), -sum(len(m.data) for m in msgs))
+
     def _discard_queued(self) -> None:
-        """Drop queued batches up to the sentinel, which stays for other readers."""
+        """Drop what is taken or queued up to the sentinel, which stays for other readers."""
+        self._local.clear()
+        held = self._held
         q = self._q
         while True:
-            try:
-                item = q.get_nowait()
-            except queue.Empty:
-                return
+            if held:
+                item = held.popleft()
+            else:
+                try:
+                    item = q.get_nowait()
+                except queue.Empty:
+                    return
             if type(item) is not tuple:
                 q.put(item)
                 raise _Ended(item.error)
@@ -205,7 +228,7 @@ class Subscription(SubState):
                 return
             try:
                 cb(msg)
-            except Exception as exc:
+            except BaseException as exc:  # the dispatcher outlives user code (issue 32)
                 log.exception("jsclient: subscription callback raised")
                 self._client._report_error(exc)
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from jsclient import errors
 from jsclient._core import Core
+from jsclient._handoff import wait_into
 from jsclient._threads import Flag, log
 from jsclient.jetstream._fetch import ErrorCallback, wait_read
 from jsclient.jetstream._pull_engine import (
@@ -115,7 +116,7 @@ class ConsumeContext:
                     continue
                 try:
                     callback(msg)
-                except Exception as exc:
+                except BaseException as exc:  # the dispatcher outlives user code (issue 32)
                     log.exception("jsclient: consume callback raised")
                     self._report(exc)
         finally:
@@ -210,8 +211,9 @@ class MessagesContext:
         """The next message; ``TimeoutError`` when none comes within ``timeout`` seconds."""
         if self._closed:
             raise errors.MsgIteratorClosedError()
-        get = self._q.get
-        local = self._q.local
+        inbox = self._q
+        get_nowait = inbox.get_nowait
+        local = inbox.local
         process = self._source.process
         deadline = None if timeout is None else _mono() + timeout
         wait = WAIT_SLICE
@@ -221,17 +223,21 @@ class MessagesContext:
                 if local:
                     item = local.popleft()
                 else:
-                    if deadline is not None:
-                        wait = min(WAIT_SLICE, deadline - _mono())
-                        if wait <= 0:
-                            raise errors.TimeoutError()
                     try:
-                        item = get(True, wait)
+                        item = get_nowait()
                     except queue.Empty:
+                        if deadline is not None:
+                            wait = min(WAIT_SLICE, deadline - _mono())
+                            if wait <= 0:
+                                raise errors.TimeoutError() from None
+                        try:
+                            wait_into(inbox, local, wait)  # interrupt-safe: see _handoff
+                        except queue.Empty:
+                            pass
                         continue
-                    if item.__class__ is tuple and item[0].__class__ is list:
-                        local.extend(item[0])  # a batch the reader routed
-                        item = local.popleft()
+                if item.__class__ is tuple and item[0].__class__ is list:
+                    local.extend(item[0])  # a batch the reader routed
+                    continue
                 if item is STOP or self._stopped:
                     self._close()
                     raise errors.MsgIteratorClosedError()
@@ -258,10 +264,19 @@ class MessagesContext:
             raise errors.MsgIteratorClosedError()
         self._reading += 1
         try:
-            try:
-                item = self._q.get(True, timeout)
-            except queue.Empty:
-                raise errors.TimeoutError() from None
+            inbox = self._q
+            local = inbox.local  # what an interrupted wait took (see _handoff)
+            if local:
+                item = local.popleft()
+            else:
+                try:
+                    item = inbox.get_nowait()
+                except queue.Empty:
+                    try:
+                        wait_into(inbox, local, timeout)
+                    except queue.Empty:
+                        raise errors.TimeoutError() from None
+                    item = local.popleft()
             if item is STOP or self._stopped:
                 self._close()
                 raise errors.MsgIteratorClosedError()

@@ -7,10 +7,12 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
+from jsclient._handoff import wait_into
 from jsclient._threads import TimerHandle
 from jsclient.jetstream._pull_engine import (
     EXPIRY_GUARD,
@@ -68,6 +70,7 @@ class FetchBatch:
         self._prio = prio
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._put = self._q.put
+        self._held: deque[Any] = deque()  # what an interrupted wait took (see _handoff)
         self._count = 0
         self._bytes = 0
         self._last = _mono()
@@ -171,7 +174,7 @@ class FetchBatch:
 
     def drained(self) -> bool:
         """True when the pull has ended and every message of it was read."""
-        return self._done or (self._ended and self._q.qsize() <= 1)
+        return self._done or (self._ended and self._q.qsize() + len(self._held) <= 1)
 
     def __iter__(self) -> FetchBatch:
         return self
@@ -179,18 +182,25 @@ class FetchBatch:
     def __next__(self) -> Msg:
         if self._done:
             raise StopIteration
-        get = self._q.get
+        q = self._q
+        held = self._held
         self._reading += 1
         try:
             while True:
-                try:
-                    item = get(True, WAIT_SLICE)
-                except queue.Empty:
-                    if self._engine.client.is_closed:
-                        self._end(errors.ConnectionClosedError())
-                    elif _mono() > self._deadline + WAIT_SLICE:
-                        self._end(None)  # the timer thread is gone or late
-                    continue
+                if held:
+                    item = held.popleft()
+                else:
+                    try:
+                        item = q.get_nowait()
+                    except queue.Empty:
+                        try:
+                            wait_into(q, held, WAIT_SLICE)  # interrupt-safe: see _handoff
+                        except queue.Empty:
+                            if self._engine.client.is_closed:
+                                self._end(errors.ConnectionClosedError())
+                            elif _mono() > self._deadline + WAIT_SLICE:
+                                self._end(None)  # the timer thread is gone or late
+                        continue
                 if item is _END:
                     self._done = True
                     self._engine.client._drainables.discard(self)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
+from jsclient._handoff import wait_into
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
@@ -99,13 +100,19 @@ def take(inbox: Inbox, timeout: float) -> Any:
     """The next item of ``inbox`` (a message, a control item or STOP), waiting
     up to ``timeout`` seconds (``queue.Empty`` then)."""
     local = inbox.local
-    if local:
-        return local.popleft()
-    item = inbox.get(True, timeout)
-    if item.__class__ is tuple and item[0].__class__ is list:
-        local.extend(item[0])
-        return local.popleft()
-    return item
+    while True:
+        if local:
+            item = local.popleft()
+        else:
+            try:
+                item = inbox.get_nowait()
+            except queue.Empty:
+                wait_into(inbox, local, timeout)  # interrupt-safe: see _handoff
+                continue
+        if item.__class__ is tuple and item[0].__class__ is list:
+            local.extend(item[0])
+            continue
+        return item
 
 
 class Terminal(Exception):

@@ -33,7 +33,7 @@ class Window:
     :meth:`released` after every decrease (any thread).
     """
 
-    __slots__ = ("_cond", "_count", "_targets", "_waiting", "limit", "resume_at")
+    __slots__ = ("_cond", "_count", "_lock", "_targets", "_waiting", "limit", "resume_at")
 
     def __init__(self, limit: int, resume_at: int, count: Callable[[], int]) -> None:
         if limit < 0 or not 0 <= resume_at <= max(0, limit):
@@ -41,7 +41,9 @@ class Window:
         self.limit = limit
         self.resume_at = resume_at
         self._count = count
-        self._cond = threading.Condition(threading.Lock())
+        # Entered through the plain lock, never ``with cond`` (see jsclient._threads).
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._waiting = 0  # threads in a wait (read without the lock by released())
         self._targets: list[int] = []  # the count each waiting thread waits for
 
@@ -75,7 +77,7 @@ class Window:
         (None: none) or as soon as ``interrupted()`` turns true."""
         count = self._count
         cond = self._cond
-        with cond:
+        with self._lock:
             self._waiting += 1
             self._targets.append(target)
             try:
@@ -101,13 +103,12 @@ class Window:
         sees the other.
         """
         if self._waiting:
-            cond = self._cond
-            with cond:
+            with self._lock:
                 targets = self._targets
                 if targets and self._count() <= max(targets):
-                    cond.notify_all()
+                    self._cond.notify_all()
 
     def wake_all(self) -> None:
         """Wake every waiter to re-check (an interruption such as a disconnect)."""
-        with self._cond:
+        with self._lock:
             self._cond.notify_all()

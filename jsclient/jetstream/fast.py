@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import PubAck
+from jsclient.jetstream._window import WAIT_SLICE
 from jsclient.jetstream._wire import TTL, ttl_value
 
 if TYPE_CHECKING:
@@ -91,12 +92,13 @@ class FastPublisher:
         self._inbox = self._client.new_inbox()
         self._reply_pre = f"{self._inbox}.{self._id}.{flow}.{gap}."
         self._sid: int | None = None
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # entered with ``with``; never ``with self._cond``
+        self._cond = threading.Condition(self._lock)
         # Written by the filling thread only.
         self._seq = 0  # last batch sequence sent
         self._last_subject = ""
         self._closed = False
-        # Written by the reader thread (under _cond), read without it for the pace check.
+        # Written by the reader thread (under _lock), read without it for the pace check.
         self._acked = 0  # highest batch sequence the server acked
         self._msgs = flow  # the server's current messages per ack
         self._started = False  # the first flow ack came
@@ -144,6 +146,9 @@ class FastPublisher:
         """Stop without a commit: nothing more is sent (the server ends the batch
         after 10 s); the messages it acknowledged stay stored."""
         self._closed = True
+        self._unsubscribe()
+
+    def _unsubscribe(self) -> None:
         sid, self._sid = self._sid, None
         if sid is not None:
             self._client._unsubscribe_internal(sid)
@@ -166,7 +171,11 @@ class FastPublisher:
         seq = self._seq + 1
         if seq == 1:
             self._start()
-            self._send(subject, payload, headers, seq, OP_START)
+            try:
+                self._send(subject, payload, headers, seq, OP_START)
+            except BaseException:
+                self._unsubscribe()  # not sent: a retry subscribes again
+                raise
             self._wait(lambda: self._started, "the first flow ack")
             return seq
         self._send(subject, payload, headers, seq, OP_APPEND)
@@ -194,12 +203,13 @@ class FastPublisher:
                 raise ValueError("commit() without a subject takes no message to store")
             if self._seq == 0:
                 raise ValueError("nothing to commit: the batch is empty")
-            self._send(self._last_subject, b"", None, seq, OP_COMMIT_EOB)
-        else:
-            if seq == 1:
-                self._start()
-            self._send(subject, payload or b"", headers, seq, OP_COMMIT)
         try:
+            if subject is None:
+                self._send(self._last_subject, b"", None, seq, OP_COMMIT_EOB)
+            else:
+                if seq == 1:
+                    self._start()
+                self._send(subject, payload or b"", headers, seq, OP_COMMIT)
             self._wait(lambda: self._ended, "the batch's publish ack")
         finally:
             self.close()
@@ -223,7 +233,7 @@ class FastPublisher:
             raise errors.BatchClosedError(f"nats: fast batch {self._id} has ended")
 
     def _start(self) -> None:
-        if self._sid is None:  # a first message that could not be sent tries again
+        if self._sid is None:
             self._sid = self._client._subscribe_internal(f"{self._inbox}.>", self._on_reply)
 
     def _send(
@@ -243,28 +253,31 @@ class FastPublisher:
 
     def _wait(self, ready: Callable[[], bool], what: str) -> None:
         """Wait for ``ready`` (or the batch's end); one ping after a silent
-        ``ack_timeout``, TimeoutError after a second."""
+        ``ack_timeout``, TimeoutError after a second (the batch is closed then:
+        nothing more can be sent in it, and its inbox subscription goes).
+
+        The condition is entered through its plain lock, in slices, and never
+        held while pinging (see :mod:`jsclient._threads`).
+        """
         pinged = False
-        with self._cond:
-            while True:
-                deadline = time.monotonic() + self._ack_timeout
-                while not (ready() or self._ended or self._stop_now()):
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
-                else:
-                    break
+        lock = self._lock
+        cond = self._cond
+        deadline = time.monotonic() + self._ack_timeout
+        while not (ready() or self._ended or self._stop_now()):
+            left = deadline - time.monotonic()
+            if left <= 0:
                 if pinged or self._client.is_closed:
+                    self.close()
                     raise errors.TimeoutError(
                         f"nats: no answer from the server for fast batch {self._id} ({what})"
                     )
                 pinged = True
-                self._cond.release()
-                try:
-                    self._ping()
-                finally:
-                    self._cond.acquire()
+                self._ping()
+                deadline = time.monotonic() + self._ack_timeout
+                continue
+            with lock:
+                if not (ready() or self._ended or self._stop_now()):
+                    cond.wait(min(left, WAIT_SLICE))
         if self._stop_now() or (self._ended and not ready()):
             self.close()
             if self._failure is not None:
@@ -290,7 +303,7 @@ class FastPublisher:
             return
         kind = obj.get("type")
         report: BaseException | None = None
-        with self._cond:
+        with self._lock:
             if kind == "ack":
                 seq, msgs = obj.get("seq"), obj.get("msgs")
                 if type(seq) is int and type(msgs) is int and seq >= self._acked:

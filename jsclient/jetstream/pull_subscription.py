@@ -171,13 +171,21 @@ class PullSubscription:
         prio = priority_options(self._info, group, min_pending, min_ack_pending, priority)
         if not self._fetching.acquire(blocking=False):
             raise errors.ConcurrentFetchError()
+        msgs: list[Msg] = []
         try:
-            return self._fetch(batch, None if timeout is None else _mono() + timeout, prio)
+            return self._fetch(msgs, batch, None if timeout is None else _mono() + timeout, prio)
+        except BaseException:
+            # An interrupt (KeyboardInterrupt...) while the pull waited: what
+            # came so far goes back to the front, for the next fetch.
+            if msgs:
+                self._sub._give_back(msgs)
+            raise
         finally:
             self._fetching.release()
 
-    def _fetch(self, batch: int, deadline: float | None, prio: Priority | None) -> list[Msg]:
-        msgs: list[Msg] = []
+    def _fetch(
+        self, msgs: list[Msg], batch: int, deadline: float | None, prio: Priority | None
+    ) -> list[Msg]:
         self._take_buffered(msgs, batch)
         if len(msgs) == batch:
             return msgs

@@ -1,0 +1,41 @@
+"""Taking from a queue without losing what was taken to an interrupt.
+
+An exception raised into a thread from outside (``KeyboardInterrupt`` in the
+main thread, or ``PyThreadState_SetAsyncExc``) is delivered at the first
+check the interpreter makes after a call returns. A thread blocked in
+``q.get()`` gets it right after the call returns *with an item*: the item
+was taken off the queue and is dropped with the frame before any line of
+ours can store it. That is how a batch of messages went missing.
+
+The rule, used by every waiting reader of the library: **a blocking wait
+moves what it waited for into a container the object owns, in the same C
+call**. :func:`wait_into` does that with C iterators only
+(``deque.extend(islice(iter(get, never), 1))``), so an interrupt delivered
+after the wait finds the item already in ``local``, where the next call takes
+it. A non-blocking ``get_nowait`` does not wait, so it stays the fast path
+when something is already queued.
+
+What the rule cannot cover is an interrupt that lands while the thread runs
+rather than waits: that can land between any two lines, in the library as in
+the caller's own ``msg = sub.next_msg()``. The guarantee is for threads
+blocked in a call, which is where an interrupt finds them.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections import deque
+from functools import partial
+from itertools import islice
+from typing import Any
+
+__all__ = ["wait_into"]
+
+_NEVER = object()  # no queue holds it: the iterator ends only by islice or Empty
+
+
+def wait_into(q: queue.SimpleQueue[Any], into: deque[Any], timeout: float | None) -> None:
+    """Wait up to ``timeout`` seconds (None: without a limit) for the next item of
+    ``q`` and append it to ``into`` in the same C call; ``queue.Empty`` when none
+    came. Callers try ``q.get_nowait()`` first: it does not wait."""
+    into.extend(islice(iter(partial(q.get, True, timeout), _NEVER), 1))
