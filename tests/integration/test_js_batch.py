@@ -353,3 +353,17 @@ def test_closing_the_client_mid_fast_batch(nats_server: NatsServer, fjs: JetStre
     with pytest.raises((errors.ConnectionClosedError, errors.TimeoutError)):
         fp.add("fi.x", b"late")
         fp.commit()
+
+
+def test_a_first_add_that_times_out_leaves_no_subscription(nc: jsclient.Client) -> None:
+    # Nothing answers on "nobody.>": the first add waits for a flow ack, pings
+    # once, and times out. Outside a with block, nothing else would close it.
+    js = nc.jetstream()
+    fp = js.fast_publisher(ack_timeout=0.3)
+    subs_before = set(nc._subs)  # the connection's own request inbox
+    with pytest.raises(errors.TimeoutError):
+        fp.add("nobody.x", b"1")
+    assert set(nc._subs) == subs_before
+    with pytest.raises(errors.BatchClosedError):
+        fp.add("nobody.x", b"2")
+    assert set(nc._subs) == subs_before
