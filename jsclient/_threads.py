@@ -2,8 +2,8 @@
 
 The threads are named, stop cleanly, and never wait without a timeout. User
 callbacks (error_cb, disconnected_cb, ...) run on a callback runner, never on
-the socket reader thread; an exception from a callback is logged, not
-propagated.
+the socket reader thread; an exception from a callback, any BaseException
+(``SystemExit`` too), is logged, not propagated: the thread goes on.
 
 Interrupt safety: ``threading.Event`` and ``threading.Condition`` enter their
 lock in Python code (``Condition.__enter__``), so an exception raised into a
@@ -102,25 +102,47 @@ class Flag:
         return True
 
 
+def _noop(*args: Any) -> None:
+    pass
+
+
+#: A heap with fewer cancelled entries than this is never rebuilt.
+_COMPACT_MIN = 64
+
+
 class TimerHandle:
     """What :meth:`Scheduler.call_later` returns; ``cancel()`` stops it from running."""
 
-    __slots__ = ("args", "cancelled", "fn", "when")
+    __slots__ = ("_sched", "args", "cancelled", "fn", "when")
 
-    def __init__(self, when: float, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def __init__(
+        self, when: float, fn: Callable[..., Any], args: tuple[Any, ...], sched: Scheduler | None
+    ) -> None:
         self.when = when
         self.fn = fn
         self.args = args
         self.cancelled = False
+        self._sched = sched  # None once out of the heap (run, running, or dropped)
 
     def cancel(self) -> None:
-        self.cancelled = True
+        """Stop it from running and let go of its function and arguments (any thread)."""
+        sched = self._sched
+        if sched is None:
+            self.cancelled = True
+        else:
+            sched._cancel(self)
 
 
 class Scheduler:
     """One thread running timed calls in deadline order (ping, heartbeats, deadlines).
 
     Timed functions must be short: they run one after another on this thread.
+    A cancelled timer lets go of its function and arguments at once, and its
+    heap entry is dropped when it reaches the top or when cancelled entries
+    are more than half the heap (the heap is then rebuilt, which costs each
+    cancel O(1) amortised): the heap is bounded by the live timers, not by
+    how many were made (``publish_async(..., ack_timeout=30)`` makes one per
+    publish, and its ack cancels it).
     """
 
     def __init__(self, name: str) -> None:
@@ -128,46 +150,79 @@ class Scheduler:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)  # entered through _lock (see module)
         self._seq: Iterator[int] = _impl.writer.Counter(0)
+        self._dead = 0  # cancelled entries still in the heap
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
+    @property
+    def heap_size(self) -> int:
+        """Entries in the heap: live timers, and cancelled ones not dropped yet."""
+        return len(self._heap)
+
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> TimerHandle:
-        handle = TimerHandle(time.monotonic() + max(0.0, delay), fn, args)
+        handle = TimerHandle(time.monotonic() + max(0.0, delay), fn, args, self)
         with self._lock:
             heapq.heappush(self._heap, (handle.when, next(self._seq), handle))
             if self._heap[0][2] is handle:
                 self._cond.notify()
         return handle
 
+    def _cancel(self, handle: TimerHandle) -> None:
+        # Under the lock, which nothing holds across a call or a wait: a few
+        # assignments, and now and then a rebuild of the heap.
+        with self._lock:
+            if handle.cancelled:
+                return
+            handle.cancelled = True
+            if handle._sched is None:
+                return  # taken off the heap meanwhile: running or run
+            handle._sched = None
+            handle.fn = _noop
+            handle.args = ()
+            if self._stopped:
+                return  # the heap was cleared
+            self._dead += 1
+            heap = self._heap
+            if self._dead > _COMPACT_MIN and 2 * self._dead > len(heap):
+                heap[:] = [e for e in heap if not e[2].cancelled]
+                heapq.heapify(heap)
+                self._dead = 0
+
     def stop(self, timeout: float = 2.0) -> None:
         with self._lock:
             self._stopped = True
             self._heap.clear()
+            self._dead = 0
             self._cond.notify()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        heap = self._heap  # changed in place only
         while True:
             with self._lock:
                 if self._stopped:
                     return
-                if not self._heap:
+                if not heap:
                     self._cond.wait(_IDLE_WAIT)
                     continue
-                when, _, handle = self._heap[0]
+                when, _, handle = heap[0]
+                if handle.cancelled:  # dropped now, not at its deadline
+                    heapq.heappop(heap)
+                    self._dead -= 1
+                    continue
                 delay = when - time.monotonic()
                 if delay > 0:
                     self._cond.wait(min(delay, _IDLE_WAIT))
                     continue
-                heapq.heappop(self._heap)
-            if handle.cancelled:
-                continue
+                heapq.heappop(heap)
+                handle._sched = None
+                fn, args = handle.fn, handle.args
             try:
-                handle.fn(*handle.args)
-            except Exception:
-                log.exception("jsclient: timer callback %r failed", handle.fn)
+                fn(*args)
+            except BaseException:  # the timer thread outlives any timed call
+                log.exception("jsclient: timer callback %r failed", fn)
 
 
 class CallbackRunner:
@@ -209,5 +264,5 @@ class CallbackRunner:
             fn, args = item
             try:
                 fn(*args)
-            except Exception:
+            except BaseException:  # SystemExit, KeyboardInterrupt from user code too
                 log.exception("jsclient: callback %r raised", fn)

@@ -15,12 +15,14 @@ its token registered).
   up, then gets :class:`~jsclient.errors.TooManyStalledMsgsError`.
 - **Ack timeout**: every publish has one (the context's
   ``publish_async_timeout``, by default its ``timeout`` of 5 s, or the call's
-  ``ack_timeout``), so a lost ack (a stream leader stepping down drops
-  publishes) fails its future with ``TimeoutError`` and frees its place, and
-  ``publish_async_complete()`` always ends. Publishes with the default
-  timeout are checked by one timer, armed for the oldest one's deadline (the
-  window is in publish order, so the first not yet due ends the check); one
-  with a timeout of its own gets its own timer.
+  ``ack_timeout``), counted from when it joins the window, so a lost ack (a
+  stream leader stepping down drops publishes) fails its future with
+  ``TimeoutError`` and frees its place, and ``publish_async_complete()``
+  always ends. Publishes with the default timeout are checked by one timer,
+  armed for the oldest one's deadline (the window is in publish order, so
+  the first not yet due ends the check) and armed again, after a publish
+  joined, whenever none is; one with a timeout of its own gets its own timer,
+  which its ack cancels (a cancelled timer leaves the scheduler's heap).
 - **503**: a "no responders" reply (the stream is starting or electing a
   leader) is retried twice, 250 ms apart, from the timer thread, which
   queues the retry without ever waiting for room.
@@ -92,12 +94,9 @@ class AsyncPublisher:
         client = self.client
         ack = _AsyncPub(self, subject, payload, headers, self.runner)
         own = 0.0  # a timeout of this publish's own, on a timer of its own
+        timeout = None  # the context's timeout, checked by the sweep
         if ack_timeout is None or ack_timeout == self.ack_timeout:
             timeout = self.ack_timeout
-            if timeout is not None:
-                ack.deadline = _mono() + timeout
-                if self.sweep is None:
-                    self._arm(timeout)
         elif ack_timeout > 0:
             own = ack_timeout
         else:
@@ -108,10 +107,19 @@ class AsyncPublisher:
             window = self.window
             if not window.wait_room(_mono() + self.stall_wait) and window.full():
                 raise errors.TooManyStalledMsgsError()
+        if timeout is not None:
+            ack.deadline = _mono() + timeout  # counted from joining the window
         # One dict operation, atomic on its own (a built-in container's
         # operations are, with or without a GIL): no lock of ours for it.
         # Threads publishing at once may each add one past the window.
         pending[ack] = None
+        # Armed after joining (issue 32): a publish that waited for room while
+        # the sweep failed the whole window and found nothing to re-arm for
+        # was left with a deadline and no timer. A sweep clears ``sweep``
+        # before it copies the window: it sees this publish, or this line
+        # sees None and arms one.
+        if timeout is not None and self.sweep is None:
+            self._arm(timeout)
         try:
             token = client._mux.send(subject, payload, headers, ack)
         except BaseException:
