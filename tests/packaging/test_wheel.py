@@ -146,7 +146,7 @@ def test_sdist_carries_the_cython_sources(built: Built) -> None:
     for mod in MODULES:
         assert f"{top}/_speedups/{mod}.pyx" in names, f"{mod}.pyx missing from the sdist"
     assert f"{top}/setup.py" in names and f"{top}/pyproject.toml" in names
-    # the nats.js benchmark scripts (benchmarks/natsjs, run by hand) stay out
+    # the nats.js benchmark scripts (benchmarks/natsjs) and test helper (tests/natsjs) stay out
     assert not [n for n in names if "natsjs" in n or "node_modules" in n]
 
 

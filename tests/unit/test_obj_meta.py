@@ -97,13 +97,32 @@ def test_parse_meta_round_trip_and_refusals() -> None:
         b"",
         b"[]",
         b"{not json",
-        b'{"name":"x","bucket":"b"}',  # no nuid
+        b'{"bucket":"b","nuid":"n"}',  # no name
         b'{"name":1,"bucket":"b","nuid":"n"}',
+        b'{"name":"x","bucket":"b","nuid":7}',
         b'{"name":"x","bucket":"b","nuid":"n","size":-1}',
         b'{"name":"x","bucket":"b","nuid":"n","options":"o"}',
     ):
         with pytest.raises(errors.BadObjectMetaError):
             parse_meta(bad, None)
+
+
+def test_parse_meta_takes_a_nats_js_link() -> None:
+    # What nats.js (3.x ``os.link``) writes: no nuid, size, chunks, mtime or digest;
+    # they read as nats.go's zero values.
+    raw = b'{"name":"n-link","bucket":"LNK","options":{"link":{"bucket":"LNK","name":"n"}}}'
+    info = parse_meta(raw, "2024-01-02T03:04:05Z")
+    assert (info.name, info.bucket, info.nuid, info.size, info.chunks) == (
+        "n-link",
+        "LNK",
+        "",
+        0,
+        0,
+    )
+    assert info.digest is None and info.deleted is False and info.is_link()
+    assert info.options is not None and info.options.link == ObjectLink(bucket="LNK", name="n")
+    nulls = parse_meta(b'{"name":"x","nuid":null,"size":null,"digest":""}', None)
+    assert (nulls.bucket, nulls.nuid, nulls.size, nulls.chunks) == ("", "", 0, 0)
 
 
 def test_headers_and_times() -> None:

@@ -133,7 +133,7 @@ def stream_config(cfg: KeyValueConfig) -> StreamConfig:
     mirror = getattr(cfg, "mirror", None)
     sources = getattr(cfg, "sources", None)
     if mirror is not None:
-        sc.mirror = _mirror(bucket, _source(mirror))
+        sc.mirror = _mirror(_source(mirror))
         sc.mirror_direct = True
     else:
         sc.subjects = [f"$KV.{bucket}.>"]
@@ -151,17 +151,23 @@ def _source(s: Any) -> StreamSource:
     raise TypeError(f"a mirror or source must be a StreamSource, not {type(s).__name__}")
 
 
-def _mirror(bucket: str, m: StreamSource) -> StreamSource:
-    origin = m.name.removeprefix(STREAM_PREFIX)
-    m.name = STREAM_PREFIX + origin
-    if m.external is not None and m.external.api:
-        # Another domain's bucket: its subjects are renamed to this bucket's.
-        m.filter_subject = None
-        m.subject_transforms = [SubjectTransform(src=f"$KV.{origin}.>", dest=f"$KV.{bucket}.>")]
+def _mirror(m: StreamSource) -> StreamSource:
+    """The mirror as nats.go's ``prepareKeyValueConfig`` writes it: the origin's
+    stream name, everything else as given. A mirror, local or in another domain,
+    holds the origin's subjects (``$KV.<origin>.>``), which is where nats.go and
+    nats.js read them (and ``KeyValue`` too)."""
+    if not m.name.startswith(STREAM_PREFIX):
+        m.name = STREAM_PREFIX + m.name
     return m
 
 
 def _kv_source(bucket: str, s: StreamSource) -> StreamSource:
+    """A source as nats.go writes it: given transforms are kept as they are (the
+    name too, a full stream name); else the name gets its ``KV_`` and the origin's
+    subjects are renamed to this bucket's, except for a bucket of the same name in
+    another domain (``external``), whose subjects are already this bucket's."""
+    if s.subject_transforms:
+        return s
     origin = s.name.removeprefix(STREAM_PREFIX)
     s.name = STREAM_PREFIX + origin
     if s.external is None or origin != bucket:

@@ -8,6 +8,11 @@ stored (the zero time is written, as nats.go does): a reader takes it from the
 meta message's stream timestamp. The digest is ``SHA-256=`` and the padded
 base64url of the hash; it is read leniently (either base64 alphabet, with or
 without padding, any case of the algorithm name), as other clients write it.
+
+Reading, only ``name`` is required: like nats.go (whose JSON decoding leaves a
+missing field at its zero value) a missing or null ``bucket`` or ``nuid`` reads
+as ``""``, ``size`` and ``chunks`` as 0, ``digest`` as None. nats.js writes a
+link (``addLink``) as ``name``, ``bucket`` and ``options.link`` only.
 """
 
 from __future__ import annotations
@@ -110,6 +115,10 @@ def meta_json(info: ObjectInfo) -> bytes:
     return json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+#: What a field the meta lacks (or holds as null) reads as: Go's zero values.
+_ZERO_VALUES: dict[str, Any] = {"bucket": "", "nuid": "", "size": 0, "chunks": 0}
+
+
 def parse_meta(data: bytes, mtime: str | None) -> ObjectInfo:
     """The ObjectInfo a meta message holds, its ``mtime`` the message's time.
 
@@ -124,11 +133,16 @@ def parse_meta(data: bytes, mtime: str | None) -> ObjectInfo:
             raise TypeError("options is not an object")
         if opts and opts.get("link") is not None and not isinstance(opts["link"], dict):
             raise TypeError("options.link is not an object")
+        if not isinstance(d.get("name"), str):
+            raise TypeError("name is not a string")
+        for k, zero in _ZERO_VALUES.items():
+            if d.get(k) is None:
+                d[k] = zero
         info: ObjectInfo = ObjectInfo.from_response(d)
-        if not isinstance(info.name, str) or not isinstance(info.nuid, str):
-            raise TypeError("name or nuid is not a string")
+        if not isinstance(info.bucket, str) or not isinstance(info.nuid, str):
+            raise TypeError("bucket or nuid is not a string")
         for n in (info.size, info.chunks):
-            if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
+            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
                 raise TypeError("size or chunks is not a count")
     except (ValueError, TypeError, KeyError) as exc:
         raise errors.BadObjectMetaError(f"nats: bad object meta: {exc}") from None
