@@ -74,8 +74,9 @@ class ConsumeContext:
         callback: Callable[[Msg], Any],
         error_cb: ErrorCallback | None,
         name: str,
+        inbox: Inbox | None = None,
     ) -> None:
-        self._q = Inbox()
+        self._q = Inbox() if inbox is None else inbox  # a keep-alive's own (see _keepalive)
         self._report = _Reporter(client, error_cb)
         self._callback = callback
         self._stopped = False
@@ -179,8 +180,9 @@ class MessagesContext:
         client: Core,
         make_source: SourceFactory,
         error_cb: ErrorCallback | None,
+        inbox: Inbox | None = None,
     ) -> None:
-        self._q = Inbox()
+        self._q = Inbox() if inbox is None else inbox  # a keep-alive's own (see _keepalive)
         self._report = _Reporter(client, error_cb)
         self._stopped = False
         self._closed = False

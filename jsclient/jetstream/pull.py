@@ -50,6 +50,8 @@ from jsclient.jetstream._contexts import (
     SourceFactory,
 )
 from jsclient.jetstream._fetch import ErrorCallback, FetchBatch
+from jsclient.jetstream._keepalive import KeepAlive, KeptAliveInbox, KeptAliveMessages
+from jsclient.jetstream._keepalive import resolve as keepalive_interval
 
 __all__ = [
     "ConsumeContext",
@@ -203,6 +205,7 @@ class PullConsumerMixin:
         min_pending: int | None = None,
         min_ack_pending: int | None = None,
         priority: int | None = None,
+        keepalive: bool | float | None = None,
     ) -> ConsumeContext:
         """Pull continuously and run ``callback(msg)`` on a dispatcher thread.
 
@@ -211,7 +214,11 @@ class PullConsumerMixin:
         threshold (default half). Heartbeats are always on (default expires/2,
         at most 30 s, at least 0.5 s). Warnings (``409 Exceeded Max*``, missed
         heartbeats, a lost pin) go to ``error_cb``, or else the connection's error
-        callback. Priority-group options as ``fetch``.
+        callback. Priority-group options as ``fetch``. ``keepalive=True`` sends
+        ``+WPI`` (``msg.in_progress()``) every third of the consumer's
+        ``ack_wait`` for each message from its arrival in the buffer until the
+        callback returns; a number sets that interval (seconds). See
+        :mod:`jsclient.jetstream._keepalive`.
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
@@ -219,9 +226,22 @@ class PullConsumerMixin:
         opts = continuous_options(
             max_messages, max_bytes, expires, heartbeat, threshold_messages, threshold_bytes, prio
         )
-        return ConsumeContext(
-            self._js._client, self._make_feed(opts), callback, error_cb, self.name
+        interval = keepalive_interval(keepalive, self._cached_info)
+        if interval is None:
+            return ConsumeContext(
+                self._js._client, self._make_feed(opts), callback, error_cb, self.name
+            )
+        ka = KeepAlive(self._js._client, interval)
+        cc = ConsumeContext(
+            self._js._client,
+            self._make_feed(opts),
+            ka.wrap(callback),
+            error_cb,
+            self.name,
+            KeptAliveInbox(ka),
         )
+        ka.start(lambda: cc.closed)
+        return cc
 
     def messages(
         self,
@@ -238,8 +258,14 @@ class PullConsumerMixin:
         min_pending: int | None = None,
         min_ack_pending: int | None = None,
         priority: int | None = None,
+        keepalive: bool | float | None = None,
     ) -> MessagesContext:
-        """A blocking iterator over a continuous pull (same options as :meth:`consume`)."""
+        """A blocking iterator over a continuous pull (same options as :meth:`consume`).
+
+        With ``keepalive`` a message gets ``+WPI`` from its arrival in the
+        buffer until ``next`` is called after returning it (or it is acked).
+        """
+        interval = keepalive_interval(keepalive, self._cached_info)
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         opts = continuous_options(
             max_messages,
@@ -251,6 +277,8 @@ class PullConsumerMixin:
             prio,
             err_on_missing_heartbeat,
         )
+        if interval is not None:
+            return KeptAliveMessages(self._js._client, self._make_feed(opts), error_cb, interval)
         return MessagesContext(self._js._client, self._make_feed(opts), error_cb)
 
     def stats(self) -> dict[str, Any]:

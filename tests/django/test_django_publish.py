@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -16,6 +18,7 @@ from jsclient.contrib.django import (
     close_connection,
     get_connection,
     get_jetstream,
+    publish_failed,
     publish_on_commit,
 )
 from jsclient.server import NatsServer
@@ -85,15 +88,66 @@ def test_bad_input_fails_in_the_caller(orders: str) -> None:
     assert _stream_msgs(orders) == 0
 
 
-def test_publish_failure_after_commit_raises_and_logs(
-    django_nats: NatsServer, caplog: pytest.LogCaptureFixture
+@pytest.fixture
+def failures() -> Iterator[list[dict[str, Any]]]:
+    got: list[dict[str, Any]] = []
+
+    def receiver(sender: Any, **kwargs: Any) -> None:
+        got.append(kwargs)
+
+    publish_failed.connect(receiver, dispatch_uid="test-publish-failed")
+    try:
+        yield got
+    finally:
+        publish_failed.disconnect(dispatch_uid="test-publish-failed")
+
+
+def test_one_failed_publish_does_not_lose_the_others(
+    orders: str, failures: list[dict[str, Any]], caplog: pytest.LogCaptureFixture
 ) -> None:
-    # No stream listens on the subject: the commit has happened, the error surfaces.
-    with pytest.raises(errors.NoStreamResponseError), transaction.atomic():
-        Order.objects.create(item="orphan")
-        publish_on_commit("nostream.x", b"x", msg_id="orphan-1", timeout=2.0)
+    # The first message has no stream: the other two (and a later on_commit
+    # hook of another app) still run; the failure is logged and signalled once.
+    other_app: list[str] = []
+    with transaction.atomic():
+        Order.objects.create(item="three")
+        publish_on_commit("nostream.x", b"lost", msg_id="lost-1", timeout=2.0)
+        publish_on_commit("orders.new", b"a", msg_id="a-1")
+        publish_on_commit("orders.new", b"b", msg_id="b-1")
+        transaction.on_commit(lambda: other_app.append("ran"))
+    assert _stream_msgs(orders) == 2
+    assert other_app == ["ran"]
+    assert len(failures) == 1
+    f = failures[0]
+    assert (f["subject"], f["msg_id"], f["data"]) == ("nostream.x", "lost-1", b"lost")
+    assert isinstance(f["exception"], errors.NoStreamResponseError)
+    logged = [r for r in caplog.records if "was not published" in r.getMessage()]
+    assert len(logged) == 1 and "nostream.x" in logged[0].getMessage()
+    assert "lost-1" in logged[0].getMessage()
+
+
+def test_publish_failure_after_commit_is_reported_not_raised(
+    django_nats: NatsServer, failures: list[dict[str, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    # No stream listens on the subject: the commit has happened, the failure
+    # is logged and signalled; a receiver that raises is logged too.
+    def broken(sender: Any, **kwargs: Any) -> None:
+        raise RuntimeError("receiver bug")
+
+    publish_failed.connect(broken, dispatch_uid="test-broken")
+    try:
+        with transaction.atomic():
+            Order.objects.create(item="orphan")
+            publish_on_commit("nostream.x", b"x", msg_id="orphan-1", timeout=2.0)
+    finally:
+        publish_failed.disconnect(dispatch_uid="test-broken")
     assert Order.objects.filter(item="orphan").exists()
     assert "was not published" in caplog.text and "orphan-1" in caplog.text
+    assert "receiver bug" in caplog.text
+    assert [f["msg_id"] for f in failures] == ["orphan-1"]
+    # Outside a transaction it publishes at once: the caller gets the error.
+    with pytest.raises(errors.NoStreamResponseError):
+        publish_on_commit("nostream.x", b"x", timeout=2.0)
+    assert len(failures) == 1
 
 
 def test_one_connection_per_process_made_once(django_nats: NatsServer) -> None:

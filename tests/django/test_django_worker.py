@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -29,7 +30,7 @@ from jsclient_testapp.models import Handled
 
 from jsclient.contrib.django import consumer, get_connection, get_jetstream, registered
 from jsclient.contrib.django.consumers import unregister
-from jsclient.contrib.django.worker import Worker, WorkerError
+from jsclient.contrib.django.worker import ConsumerRunner, Worker, WorkerError
 from jsclient.msg import Msg
 from jsclient.server import NatsServer
 
@@ -284,3 +285,152 @@ def test_worker_without_stream_fails_clearly(
     with pytest.raises(WorkerError, match="does not exist"):
         Worker([registered()["m"]]).start()
     assert get_connection().is_connected
+
+
+class _Runs:
+    """(payload, num_delivered) of every handler run, thread-safe."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runs: list[tuple[bytes, int]] = []
+
+    def add(self, msg: Msg) -> int:
+        delivered = msg.metadata.num_delivered
+        with self.lock:
+            self.runs.append((msg.data, delivered))
+        return delivered
+
+
+def test_slow_handler_is_kept_alive_and_handled_once(
+    django_nats: NatsServer, local_consumer: Callable[..., Any]
+) -> None:
+    # ack_wait 1 s, 2.5 s per message, two threads, three messages: the third
+    # waits (buffered, then queued) while the first two are handled. Every
+    # message held by the worker gets +WPI, so none is delivered twice.
+    js = get_jetstream()
+    js.create_stream(name="SLOW", subjects=["slow.>"])
+    for i in range(3):
+        js.publish("slow.job", b"%d" % i)
+    got = _Runs()
+
+    @local_consumer(stream="SLOW", durable="slow", threads=2, config={"ack_wait": 1.0})
+    def slow(msg: Msg) -> None:
+        got.add(msg)
+        time.sleep(2.5)
+
+    worker = Worker([registered()["slow"]])
+    t, status = _run_worker(worker)
+    try:
+        eventually(lambda: worker.runners[0].acked == 3, 20, "three messages handled")
+    finally:
+        worker.request_stop()
+        t.join(30)
+    assert status == [0]
+    assert sorted(got.runs) == [(b"0", 1), (b"1", 1), (b"2", 1)]
+    info = js.consumer("SLOW", "slow").info()
+    # One delivery per message: a redelivery would have raised the consumer sequence.
+    assert info.delivered.consumer_seq == 3 and info.num_ack_pending == 0, info
+
+
+def test_deadline_ends_the_keepalive(
+    django_nats: NatsServer,
+    local_consumer: Callable[..., Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    js = get_jetstream()
+    js.create_stream(name="DL", subjects=["dl.>"])
+    js.publish("dl.job", b"hang")
+    got = _Runs()
+
+    @local_consumer(stream="DL", durable="dl", threads=2, deadline=0.5, config={"ack_wait": 1.0})
+    def hangs_once(msg: Msg) -> None:
+        if got.add(msg) == 1:
+            time.sleep(3.0)  # past the deadline: the server sends it again meanwhile
+
+    caplog.set_level(logging.INFO, logger="jsclient.contrib.django")
+    worker = Worker([registered()["dl"]])
+    t, status = _run_worker(worker)
+    try:
+        eventually(lambda: (b"hang", 2) in got.runs, 10, "the redelivery")
+        eventually(lambda: worker.runners[0].acked == 2, 10, "both runs to finish")
+    finally:
+        worker.request_stop()
+        t.join(30)
+    assert status == [0]
+    late = [r.getMessage() for r in caplog.records if "after its deadline" in r.getMessage()]
+    assert len(late) == 1 and "stream DL sequence 1 (delivery 1" in late[0], late
+
+
+def test_base_exception_in_handler_is_nakd_and_the_thread_goes_on(
+    django_nats: NatsServer,
+    local_consumer: Callable[..., Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # SystemExit, and the CancelledError async_to_sync code raises, used to end
+    # the handler thread with the message neither acked nor nak'd.
+    js = get_jetstream()
+    js.create_stream(name="BASE", subjects=["base.>"])
+    for payload in (b"exit", b"cancel", b"ok"):
+        js.publish("base.job", payload)
+    got = _Runs()
+
+    @local_consumer(stream="BASE", durable="base", threads=1, nak_delay=0.2)
+    def raises_once(msg: Msg) -> None:
+        if got.add(msg) == 1:
+            if msg.data == b"exit":
+                raise SystemExit(3)
+            if msg.data == b"cancel":
+                raise asyncio.CancelledError()
+
+    caplog.set_level(logging.INFO, logger="jsclient.contrib.django")
+    worker = Worker([registered()["base"]])
+    t, status = _run_worker(worker)
+    try:
+        eventually(lambda: worker.runners[0].acked == 3, 15, "every message acked")
+    finally:
+        worker.request_stop()
+        t.join(30)
+    assert status == [0]
+    assert sorted(got.runs) == [
+        (b"cancel", 1),
+        (b"cancel", 2),
+        (b"exit", 1),
+        (b"exit", 2),
+        (b"ok", 1),
+    ]
+    assert worker.runners[0].nakd == 2
+    failures = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(failures) == 2 and all(r.exc_info for r in failures)
+
+
+def test_serve_exits_when_a_handler_thread_dies(
+    django_nats: NatsServer,
+    local_consumer: Callable[..., Any],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    js = get_jetstream()
+    js.create_stream(name="DIE", subjects=["die.>"])
+
+    @local_consumer(stream="DIE", durable="die", threads=1)
+    def never(msg: Msg) -> None:  # pragma: no cover - _handle is replaced
+        pass
+
+    def broken(self: Any, msg: Msg) -> None:
+        raise RuntimeError("a bug outside the handler")
+
+    monkeypatch.setattr(ConsumerRunner, "_handle", broken)
+    caplog.set_level(logging.INFO, logger="jsclient.contrib.django")
+    worker = Worker([registered()["die"]])
+    t, status = _run_worker(worker)
+    try:
+        js.publish("die.job", b"x")
+        t.join(15)
+    finally:
+        worker.request_stop()
+        t.join(30)
+    assert status == [1]
+    text = caplog.text
+    assert "handler thread jsclient-django-die-0 failed and ends" in text
+    assert "handler thread(s) jsclient-django-die-0 ended; stopping the worker" in text
+    assert worker.runners[0].returned == 1  # the message in hand was nak'd, not left

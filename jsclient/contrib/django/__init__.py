@@ -10,7 +10,9 @@ JSCLIENT = {"servers": ["nats://127.0.0.1:4222"], "options": {"name": "web"},
 - :func:`get_connection` / :func:`get_jetstream`: one connection per process,
   made on first use, made anew after a fork, closed at exit;
 - :func:`publish_on_commit`: publish once the database transaction commits;
-- :func:`consumer`: register a handler that ``manage.py jetstream_worker`` runs.
+- :func:`consumer`: register a handler that ``manage.py jetstream_worker`` runs;
+- :data:`publish_failed` (in :mod:`.signals`): a message of a committed
+  transaction that could not be published.
 
 Log records go to loggers under ``jsclient.contrib.django``, so Django's
 ``LOGGING`` setting applies.
@@ -21,6 +23,7 @@ from __future__ import annotations
 from jsclient.contrib.django.connection import close_connection, get_connection, get_jetstream
 from jsclient.contrib.django.consumers import ConsumerSpec, consumer, registered
 from jsclient.contrib.django.publish import publish_on_commit
+from jsclient.contrib.django.signals import publish_failed
 
 __all__ = [
     "ConsumerSpec",
@@ -28,6 +31,7 @@ __all__ = [
     "consumer",
     "get_connection",
     "get_jetstream",
+    "publish_failed",
     "publish_on_commit",
     "registered",
 ]

@@ -3,7 +3,7 @@
 ```python
 # myapp/consumers.py (found by ``manage.py jetstream_worker`` in every installed app)
 @consumer(stream="ORDERS", durable="billing", filter_subject="orders.new",
-          max_messages=500, threads=1)
+          max_messages=500, threads=1, keepalive=True, deadline=None)
 def bill(msg): ...
 ```
 
@@ -51,6 +51,8 @@ class ConsumerSpec:
     nak_delay: float = DEFAULT_NAK_DELAY
     bind: bool = False
     config: Mapping[str, Any] = field(default_factory=dict)
+    keepalive: bool | float = True
+    deadline: float | None = None
 
     @property
     def handler_path(self) -> str:
@@ -76,12 +78,22 @@ def consumer(
     nak_delay: float = DEFAULT_NAK_DELAY,
     bind: bool = False,
     config: Mapping[str, Any] | None = None,
+    keepalive: bool | float = True,
+    deadline: float | None = None,
 ) -> Callable[[F], F]:
     """Register the decorated function as the handler of a durable pull consumer.
 
     The worker acks a message when the function returns and naks it with a
     ``nak_delay`` (seconds) when it raises. ``max_messages`` is the consume
     buffer (ADR-37), ``threads`` how many messages are handled at once.
+
+    ``keepalive`` (default True) sends ``+WPI`` for every message the worker
+    holds (buffered, queued or in a handler) every third of the consumer's
+    ``ack_wait``, so a slow handler's message is not redelivered meanwhile; a
+    number sets the interval in seconds, False turns it off. ``deadline``
+    (seconds, default none) bounds how long a handler is kept alive: past it
+    the keep-alive stops for that message, a warning is logged and the server
+    redelivers it after ``ack_wait`` (the handler is not interrupted).
     """
     check_stream_name(stream)
     check_consumer_name(durable)
@@ -93,6 +105,10 @@ def consumer(
         raise ValueError(f"threads must be a positive int, got {threads!r}")
     if nak_delay < 0:
         raise ValueError(f"nak_delay must not be negative, got {nak_delay!r}")
+    if not (isinstance(keepalive, bool) or (isinstance(keepalive, int | float) and keepalive > 0)):
+        raise ValueError(f"keepalive must be True, False or positive seconds, got {keepalive!r}")
+    if deadline is not None and not (isinstance(deadline, int | float) and deadline > 0):
+        raise ValueError(f"deadline must be positive seconds or None, got {deadline!r}")
     extra = dict(config or {})
     clash = set(extra) & _RESERVED
     if clash:
@@ -112,6 +128,8 @@ def consumer(
             nak_delay=float(nak_delay),
             bind=bind,
             config=extra,
+            keepalive=keepalive,
+            deadline=None if deadline is None else float(deadline),
         )
         with _lock:
             old = _registry.get(spec.name)

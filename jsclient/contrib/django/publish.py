@@ -9,10 +9,16 @@ publishes at once.
 The publish waits for the stream's ack. With a ``msg_id`` the stream drops a
 duplicate within its de-duplication window, so a publish whose ack timed out
 is sent once more, and a retried request that commits again (same id)
-publishes nothing twice. Without a ``msg_id`` nothing is retried. If the
-publish still fails, the error propagates from the commit (Django's
-``on_commit`` behaviour); the data is committed by then, so the failure is
-also logged with the subject and id for reconciliation.
+publishes nothing twice. Without a ``msg_id`` nothing is retried.
+
+After a commit every message of the transaction is attempted, each on its own:
+the hooks are registered ``robust`` and catch their own errors, so one failed
+publish neither skips the later messages nor the other ``on_commit`` hooks of
+the transaction (Django stops at the first hook that raises). A message that
+still fails is logged (ERROR, with subject and id) and reported through the
+:data:`~jsclient.contrib.django.signals.publish_failed` signal, once; the
+commit itself does not raise, the data being committed by then. Outside a
+transaction the publish happens at once and its error is raised to the caller.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from django.db import transaction
 
 from jsclient import errors
 from jsclient.contrib.django.connection import get_jetstream
+from jsclient.contrib.django.signals import publish_failed
 from jsclient.protocol import commands
 
 log = logging.getLogger("jsclient.contrib.django")
@@ -56,10 +63,18 @@ def publish_on_commit(
     payload = bytes(data)
     hdrs = dict(headers) if headers else None
 
-    def send() -> None:
-        _publish(subject, payload, msg_id, hdrs, timeout)
+    if not transaction.get_connection(using).in_atomic_block:
+        _publish(subject, payload, msg_id, hdrs, timeout)  # autocommit: the caller sees errors
+        return
 
-    transaction.on_commit(send, using=using)
+    def send() -> None:
+        try:
+            _publish(subject, payload, msg_id, hdrs, timeout)
+        except Exception as exc:
+            _report(subject, payload, msg_id, hdrs, exc)
+
+    # robust: should anything escape send(), Django logs it and runs the other hooks.
+    transaction.on_commit(send, using=using, robust=True)
 
 
 def _publish(
@@ -84,14 +99,37 @@ def _publish(
                     msg_id,
                 )
                 continue
-            _log_failure(subject, msg_id)
             raise
 
 
-def _log_failure(subject: str, msg_id: str | None) -> None:
+def _report(
+    subject: str,
+    payload: bytes,
+    msg_id: str | None,
+    headers: dict[str, str] | None,
+    exc: Exception,
+) -> None:
     log.error(
-        "transaction committed but its message to %s (msg id %s) was not published",
+        "transaction committed but its message to %s (msg id %s) was not published: %s",
         subject,
         msg_id,
-        exc_info=True,
+        exc,
+        exc_info=exc,
     )
+    results = publish_failed.send_robust(
+        sender=publish_on_commit,
+        subject=subject,
+        data=payload,
+        headers=headers,
+        msg_id=msg_id,
+        exception=exc,
+    )
+    for receiver, result in results:
+        if isinstance(result, Exception):
+            log.error(
+                "publish_failed receiver %r raised for the message to %s (msg id %s)",
+                receiver,
+                subject,
+                msg_id,
+                exc_info=result,
+            )

@@ -11,7 +11,19 @@ Per consumer (:class:`ConsumerRunner`):
 - around each message the handler thread closes stale database connections
   and resets the query log, as Django does around a request; a message is
   acked when the handler returns and nak'd with ``nak_delay`` when it raises
-  (logged with its stream sequence).
+  (logged with its stream sequence) -- any ``BaseException`` too (``SystemExit``,
+  ``asyncio.CancelledError`` from ``async_to_sync`` code): the thread goes on;
+- keep-alive (``keepalive=True``, the default): every message the worker holds
+  gets ``+WPI`` every third of the consumer's ``ack_wait`` -- in the consume
+  buffer (``consume(keepalive=...)``), waiting for a thread, and in a handler --
+  so no message is redelivered while it waits or is worked on; past the
+  consumer's ``deadline`` a handler's message is no longer kept alive (logged)
+  and the server redelivers it after ``ack_wait``.
+
+:meth:`Worker.serve` exits with status 1 when a consumer ends on its own or
+one of its handler threads has ended (a bug outside the handler: logged as
+CRITICAL): a process manager restarts the worker, rather than it running on
+with fewer threads than it was given.
 
 Stopping (the first SIGTERM/SIGINT, or :meth:`Worker.request_stop`): no more
 pulls; messages buffered but not started are nak'd without delay, so they are
@@ -41,6 +53,8 @@ from django.db import close_old_connections, connections, reset_queries
 from jsclient import errors
 from jsclient.contrib.django.connection import get_connection, get_jetstream
 from jsclient.contrib.django.consumers import ConsumerSpec
+from jsclient.jetstream._keepalive import KeepAlive
+from jsclient.jetstream._keepalive import resolve as keepalive_interval
 from jsclient.jetstream.consumer import Consumer
 from jsclient.jetstream.context import JetStream
 from jsclient.jetstream.pull import ConsumeContext
@@ -68,6 +82,8 @@ class ConsumerRunner:
         self._stopping = False
         self._cc: ConsumeContext | None = None
         self._handlers: list[threading.Thread] = []
+        self._ka: KeepAlive | None = None
+        self._finished = False
         self._count_lock = threading.Lock()
         self.acked = 0
         self.nakd = 0  # handler raised
@@ -77,6 +93,10 @@ class ConsumerRunner:
 
     def start(self) -> None:
         consumer = self._declare()
+        interval = keepalive_interval(self.spec.keepalive, consumer.cached_info)
+        if interval is not None:
+            self._ka = KeepAlive(get_connection(), interval, on_deadline=self._past_deadline)
+            self._ka.start(lambda: self._finished)
         for i in range(self.threads):
             t = threading.Thread(
                 target=self._handler_loop, name=f"jsclient-django-{self.spec.name}-{i}", daemon=True
@@ -84,8 +104,13 @@ class ConsumerRunner:
             t.start()
             self._handlers.append(t)
         try:
+            # The library keeps the buffered messages alive (from their arrival
+            # until _dispatch returns); self._ka those the worker has taken.
             self._cc = consumer.consume(
-                self._dispatch, max_messages=self.spec.max_messages, error_cb=self._warn
+                self._dispatch,
+                max_messages=self.spec.max_messages,
+                error_cb=self._warn,
+                keepalive=interval,
             )
         except BaseException:
             self._stopping = True
@@ -93,13 +118,15 @@ class ConsumerRunner:
             raise
         spec = self.spec
         log.info(
-            "consumer %s: stream %s, durable %s, filter %s, %d thread(s), buffer %d -> %s",
+            "consumer %s: stream %s, durable %s, filter %s, %d thread(s), buffer %d, "
+            "keep-alive %s -> %s",
             spec.name,
             spec.stream,
             spec.durable,
             spec.filter_subject or "(none)",
             self.threads,
             spec.max_messages,
+            "off" if interval is None else f"every {interval:.2f} s",
             spec.handler_path,
         )
 
@@ -139,6 +166,13 @@ class ConsumerRunner:
             return None
         return cc.error or errors.Error("nats: consume ended")
 
+    @property
+    def dead_handlers(self) -> list[str]:
+        """Handler threads that ended while the worker runs (none when all is well)."""
+        if self._stopping:
+            return []
+        return [t.name for t in self._handlers if not t.is_alive()]
+
     def begin_stop(self) -> None:
         """Stop pulling; buffered messages go back to the server, messages in hand finish."""
         self._stopping = True
@@ -159,11 +193,18 @@ class ConsumerRunner:
                     self._work.put_nowait(_STOP)
                 except queue.Full:
                     break
-        return not any(t.is_alive() for t in self._handlers)
+        if any(t.is_alive() for t in self._handlers):
+            return False
+        self._finished = True
+        if self._ka is not None:
+            self._ka.close()
+        return True
 
     # -- consume's dispatcher thread ---------------------------------------
 
     def _dispatch(self, msg: Msg) -> None:
+        if self._ka is not None:
+            self._ka.hold(msg)  # until a handler thread settles it
         while not self._stopping:
             try:
                 self._work.put(msg, timeout=_POLL)
@@ -178,6 +219,7 @@ class ConsumerRunner:
     # -- handler threads ----------------------------------------------------
 
     def _handler_loop(self) -> None:
+        msg: Any = None
         try:
             while True:
                 try:
@@ -191,18 +233,38 @@ class ConsumerRunner:
                     self._give_back(msg)
                 else:
                     self._handle(msg)
+                msg = None
+        except BaseException:
+            # _handle catches everything the handler raises: this is a bug of the
+            # worker itself. The thread ends; serve() sees it and exits with 1.
+            log.critical(
+                "consumer %s: handler thread %s failed and ends; the worker stops",
+                self.spec.name,
+                threading.current_thread().name,
+                exc_info=True,
+            )
+            if msg is not None and msg is not _STOP:
+                with contextlib.suppress(BaseException):
+                    self._give_back(msg)
         finally:
             # This thread's database connections (Django keeps one per thread).
-            connections.close_all()
+            with contextlib.suppress(BaseException):
+                connections.close_all()
 
     def _handle(self, msg: Msg) -> None:
         spec = self.spec
-        # What Django does at request_started / request_finished.
-        reset_queries()
-        close_old_connections()
+        ka = self._ka
+        if ka is not None and spec.deadline is not None:
+            ka.hold(msg, time.monotonic() + spec.deadline)
         try:
+            # What Django does at request_started / request_finished.
+            reset_queries()
+            close_old_connections()
             spec.handler(msg)
-        except Exception:
+        except BaseException:
+            # BaseException too: SystemExit, or asyncio.CancelledError from
+            # async_to_sync code, would otherwise end this thread with the
+            # message neither acked nor nak'd.
             self._on_failure(msg)
         else:
             try:
@@ -212,7 +274,12 @@ class ConsumerRunner:
             with self._count_lock:
                 self.acked += 1
         finally:
-            close_old_connections()
+            if ka is not None:
+                ka.release(msg)
+            try:
+                close_old_connections()
+            except Exception:
+                log.warning("consumer %s: could not close database connections", spec.name)
 
     def _on_failure(self, msg: Msg) -> None:
         spec = self.spec
@@ -231,7 +298,20 @@ class ConsumerRunner:
         with self._count_lock:
             self.nakd += 1
 
+    def _past_deadline(self, msg: Msg) -> None:
+        # On the connection's timer thread: log only.
+        log.warning(
+            "consumer %s: handler %s still runs on %s after its deadline of %.1f s; "
+            "no more keep-alive: the server redelivers it after ack_wait",
+            self.spec.name,
+            self.spec.handler_path,
+            _where(msg),
+            self.spec.deadline or 0.0,
+        )
+
     def _give_back(self, msg: Msg) -> None:
+        if self._ka is not None:
+            self._ka.release(msg)
         try:
             msg.nak()
         except errors.Error as exc:
@@ -285,7 +365,7 @@ class Worker:
         """Block until a stop is requested or a consumer fails; stop gracefully.
 
         Returns the exit status: 0 after a requested stop, 1 when a consumer
-        ended by itself.
+        ended by itself or a handler thread ended.
         """
         status = 0
         while not self._stop_requested:
@@ -293,6 +373,17 @@ class Worker:
             if failed:
                 for r, exc in failed:
                     log.error("consumer %s stopped by itself: %s", r.spec.name, exc)
+                status = 1
+                break
+            dead = [(r, names) for r in self.runners if (names := r.dead_handlers)]
+            if dead:
+                for r, names in dead:
+                    log.error(
+                        "consumer %s: handler thread(s) %s ended; stopping the worker "
+                        "(exit status 1) so that it is restarted",
+                        r.spec.name,
+                        ", ".join(names),
+                    )
                 status = 1
                 break
             time.sleep(_POLL)
