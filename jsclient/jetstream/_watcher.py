@@ -217,7 +217,7 @@ class Watcher(Generic[T]):
                 break
             try:
                 cb(item)
-            except Exception as exc:
+            except BaseException as exc:  # the watcher outlives user code (issue 32)
                 log.exception("jsclient: %s watcher callback raised", self._kind)
                 client._report_error(exc)
 
