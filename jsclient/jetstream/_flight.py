@@ -31,6 +31,7 @@ __all__ = [
     "PublisherClosedError",
     "PublisherError",
     "PublisherListener",
+    "PublisherNotRunningError",
     "RetryConfig",
 ]
 
@@ -46,6 +47,18 @@ T = TypeVar("T")
 _ACK_HEAD = b'{"stream":"'  # how every successful publish reply starts
 
 
+class _Nothing:
+    """A flight's ``_reply`` when there is none to handle (None is a reply: closed)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<no reply>"
+
+
+_NOTHING: Any = _Nothing()
+
+
 class PublisherError(errors.JetStreamError):
     """Base of the managed publisher's own errors."""
 
@@ -56,6 +69,13 @@ class PublisherClosedError(PublisherError):
     """``publish_async`` after ``drain()``/``stop()``, or a message ``stop()`` abandoned."""
 
     default_message = "nats: the publisher is closed"
+
+
+class PublisherNotRunningError(PublisherError):
+    """``drain()`` found work left and a runner it needs not running (never
+    started, or ended by an exception: see ``__cause__``)."""
+
+    default_message = "nats: the publisher's runners are not running"
 
 
 DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (
@@ -140,7 +160,7 @@ class RetryConfig:
 class _Owner(Protocol):
     """What a flight reads of its publisher (:class:`~jsclient.jetstream.publisher.Publisher`)."""
 
-    id_prefix: str
+    _id_base: str  # <id_prefix>-<nuid>, or <nuid>
     _window: Window  # the publish paths' one window (its resume mark is refill_allowed_at)
     _lock: threading.Lock
     _done: deque[Flight]
@@ -153,13 +173,25 @@ class _Owner(Protocol):
     def _wake_flights(self) -> None: ...
 
 
+def _guarded(_call: Callable[..., None], fn: Callable[[Any], object], fut: Any) -> None:
+    # The futures' done-callback runner: a callback runs on a publisher runner,
+    # which must survive whatever it raises (a BaseException too).
+    try:
+        fn(fut)
+    except BaseException:
+        log.exception("jsclient: a done callback of a publisher future raised")
+
+
 class _Future(LazyFuture[T]):
     """The publisher's futures: no Condition until someone waits, and not cancellable
     (the message's fate is the publisher's to decide, as with ``JetStream.publish_async``).
 
     They complete on the publisher's runners (the user's threads, or its own),
-    so their done callbacks run there.
+    so their done callbacks run there, guarded: an exception from one is logged.
     """
+
+    def __init__(self) -> None:
+        super().__init__(_guarded)
 
 
 class Flight(_Future["Flight"]):
@@ -190,6 +222,7 @@ class Flight(_Future["Flight"]):
         "_hdr",
         "_id",
         "_n",
+        "_overdue",
         "_owner",
         "_reply",
         "_resends",
@@ -221,7 +254,7 @@ class Flight(_Future["Flight"]):
         self._lz_exc = None
         self._lz_cbs = None
         self._lz_real = False
-        self._lz_runner = None
+        self._lz_runner = _guarded
         self._owner = owner
         self._n = n
         self._id: str | None = None
@@ -239,9 +272,12 @@ class Flight(_Future["Flight"]):
         self._ack_future: _Future[PubAck] | None = None
         self._hdr: bytes | None = None  # the encoded header block, made on the first attempt
         self._token: str | None = None  # the reply token of the attempt being waited for
-        self._reply: Any = None  # that attempt's outcome: a reply Msg, an error, None (closed)
+        # That attempt's outcome: a reply Msg, an error, None (closed); _NOTHING
+        # once the flights runner has decided on it.
+        self._reply: Any = _NOTHING
         self._resends = 0  # 503 re-sends within the current attempt
         self._gen = 0  # counts sends (attempts and re-sends): tells stale clocks apart
+        self._overdue = -1  # the send (_gen) whose overdue ack was looked for once
         self._first_time = 0.0
         self._settled = False  # claimed by the flights runner or by stop(), under the lock
 
@@ -254,10 +290,11 @@ class Flight(_Future["Flight"]):
 
     @property
     def id(self) -> str:
-        """``<id_prefix>-<number>``; the Nats-Msg-Id when retries are on."""
+        """``<id_prefix>-<nuid>-<number>`` (``<nuid>-<number>`` without a prefix;
+        the NUID is the publisher's own); the Nats-Msg-Id when retries are on."""
         fid = self._id
         if fid is None:
-            fid = self._id = f"{self._owner.id_prefix}-{self._n}"
+            fid = self._id = f"{self._owner._id_base}-{self._n}"
         return fid
 
     @property
@@ -355,9 +392,11 @@ def _hook(listener: object, name: str) -> Callable[..., None] | None:
 
 
 def _call(fn: Callable[..., None], *args: Any) -> None:
+    # A BaseException too: the runners must outlive the listener (and a
+    # KeyboardInterrupt that lands in it ends up here, logged).
     try:
         fn(*args)
-    except Exception:
+    except BaseException:
         log.exception("jsclient: publisher listener %s raised", getattr(fn, "__name__", fn))
 
 

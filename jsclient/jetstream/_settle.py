@@ -14,10 +14,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
+from jsclient._threads import Wake
 from jsclient.jetstream._flight import (
+    _NOTHING,
     Flight,
     PublisherClosedError,
     PublisherError,
@@ -56,16 +59,20 @@ class FlightsRunner:
     _on_timeout: Callable[..., None] | None
     _on_retrying: Callable[..., None] | None
     _lock: threading.Lock
-    _work: threading.Condition
-    _flights: threading.Condition
+    _work: Wake
+    _flights: Wake
     _idle: threading.Condition
     _queue: deque[Flight]
     _in_flight: set[Flight]
     _window: Window
+    _queue_window: Window
     _done: deque[Flight]
     _timeline: deque[Flight]
     _retry_timeline: list[tuple[float, int, Flight, int]]
-    _retries: list[tuple[float, int, Flight, bool]]
+    _retries: list[tuple[float, int, Flight, bool, int]]
+    _handling: list[Flight]
+    _batch: list[Flight]
+    _rescue: bool
     _retry_ids: Iterator[int]
     _probe_after: float | None
     _last_reply: float
@@ -81,8 +88,9 @@ class FlightsRunner:
     _draining: bool
     _stopped: bool
     _drained: bool
-    _runners: set[str]
-    _runner_idents: set[int]
+    _runners: dict[str, threading.Thread]
+    _runner_idents: frozenset[int | None]
+    _runner_error: BaseException | None
     _threads: list[threading.Thread]
     _acked: int
     _failed: int
@@ -111,8 +119,16 @@ class FlightsRunner:
     def _sent(self, flights: list[Flight], failed: list[tuple[Flight, BaseException]]) -> None:
         """After a write: fail what could not be sent, report the rest published."""
         if failed:
-            for flight, exc in failed:
-                flight.deliver(exc)
+            i = 0
+            try:
+                for flight, exc in failed:
+                    flight.deliver(exc)
+                    i += 1
+            finally:
+                # An interrupt: the rest must reach the flights runner too (a
+                # flight handed over twice is settled once).
+                for flight, exc in failed[i:]:
+                    flight.deliver(exc)
             lost = {id(f) for f, _ in failed}
             flights = [f for f in flights if id(f) not in lost]
         # Report them published, claiming the whole batch at once (the flights
@@ -125,16 +141,28 @@ class FlightsRunner:
     # -- flights runner ------------------------------------------------------
 
     def flights_runner(self) -> None:
-        """Settle published messages until stopped or drained (run it on any thread)."""
+        """Settle published messages until stopped or drained (run it on any thread).
+
+        Safe to interrupt (KeyboardInterrupt): what it had decided is settled,
+        what it had not looked at is handed back, and it may be run again.
+        """
         self._enter("flights")
         self._client._add_listener(self._on_conn_event)
         try:
+            if self._rescue:
+                self._rearm()
             self._flights_loop()
+        except BaseException as exc:
+            self._runner_error = exc
+            raise
         finally:
-            self._client._remove_listener(self._on_conn_event)
-            with self._lock:
-                self._retries.clear()
-            self._leave("flights")
+            try:
+                self._client._remove_listener(self._on_conn_event)
+                with self._lock:
+                    self._retries.clear()
+                    self._processing = self._flights_waiting = False
+            finally:
+                self._leave("flights")
 
     def _flights_loop(self) -> None:
         lock, done = self._lock, self._done
@@ -145,9 +173,9 @@ class FlightsRunner:
                         return
                     self._flights_waiting = True
                     wait = self._next_wake() - time.monotonic()
-                    if wait > 0 and not done:  # re-check: acks are appended without the lock
-                        self._flights.wait(wait)
-                    self._flights_waiting = False
+                if wait > 0 and not done:  # re-check: acks are appended without the lock
+                    self._flights.wait(wait)
+                self._flights_waiting = False
             self._processing = True  # before taking from _done: see _is_idle
             try:
                 self._process()
@@ -167,44 +195,139 @@ class FlightsRunner:
             wake = min(wake, self._retries[0][0])
         return wake
 
+    def _rearm(self) -> None:
+        """The flights runner was interrupted: a flight it was handling may have
+        lost its ack clock or its reply. Give every flight in the window a clock
+        at its deadline; one found then with no reply coming is timed out."""
+        self._rescue = False
+        with self._lock:
+            flights = list(self._in_flight)
+        timeline, ids, wait = self._retry_timeline, self._retry_ids, self.wait_timeout
+        for f in flights:
+            # A negative generation marks a rescue clock (see _process).
+            heapq.heappush(timeline, (f.publish_time + wait, next(ids), f, -f._gen - 1))
+
     def _process(self) -> None:
         now = time.monotonic()
         acked: list[Flight] = []
         settled: list[tuple[Flight, int]] = []  # the failed and timed out
         replied: list[Flight] = []
-        done = self._done
+        again: list[Flight] = []
+        done, work = self._done, self._handling
         resume = False
-        if done:
-            self._last_reply = now
-        for _ in range(len(done)):
-            flight = done.popleft()
-            reply = flight._reply
-            flight._reply = None
-            flight._token = None
-            if flight._settled:
-                continue  # abandoned by stop()
-            data = getattr(reply, "data", None)  # None: an error, or the connection closed
-            if data is not None and not flight._lz_done:
-                replied.append(flight)  # the reply beat the publish runner's report
-            if data:
-                fields = _pub_ack_fields(data)
-                if fields is not None:
-                    flight._ack = fields  # a plain ack: the PubAck is made when read
+        try:
+            if done:
+                self._last_reply = now
+                # One C call: a flight is in _done or in _handling, never only on the stack.
+                work.extend(map(deque.popleft, repeat(done, len(done))))
+            for flight in work:
+                reply = flight._reply
+                if flight._settled:
+                    flight._reply = _NOTHING
+                    continue  # abandoned by stop()
+                if reply is _NOTHING:
+                    # Left by an interrupted run that had decided it: only an
+                    # ack needs settling here (a failure kept its window place,
+                    # and the rescue clocks find it).
+                    if flight._ack is not None:
+                        acked.append(flight)
+                        if not flight._lz_done:
+                            replied.append(flight)
+                    continue
+                flight._token = None
+                data = getattr(reply, "data", None)  # None: an error, or the connection closed
+                if data is not None and not flight._lz_done:
+                    replied.append(flight)  # the reply beat the publish runner's report
+                if data:
+                    fields = _pub_ack_fields(data)
+                    if fields is not None:
+                        flight._ack = fields  # a plain ack: the PubAck is made when read
+                    else:
+                        try:
+                            flight._ack = _parse_pub_ack(data)
+                        except errors.Error as exc:
+                            self._attempt_failed(flight, exc, now, settled)
+                            flight._reply = _NOTHING
+                            continue
+                    if flight.error is not None:
+                        flight.error = None  # of an earlier attempt
+                    if flight is self._probe:
+                        resume = True
+                    acked.append(flight)
                 else:
-                    try:
-                        flight._ack = _parse_pub_ack(data)
-                    except errors.Error as exc:
-                        self._attempt_failed(flight, exc, now, settled)
+                    failure = self._reply_error(flight, reply, now)
+                    if failure is not None:
+                        self._attempt_failed(flight, failure, now, settled)
+                # Decided (and recorded) first, marked after: an interrupt in
+                # between decides it twice, which settles or sends it once.
+                flight._reply = _NOTHING
+            work.clear()
+            self._clocks(now, settled)
+            probe_after = self._probe_after
+            if probe_after is not None and not self._stopped:
+                if resume:
+                    self._resume_stalled()
+                elif (
+                    now - self._last_reply >= probe_after and now - self._probe_time >= probe_after
+                ):
+                    self._send_probe(now, probe_after)
+            heap = self._retries
+            if heap and heap[0][0] <= now and not self._stopped:
+                seen: set[Flight] = set()
+                while heap and heap[0][0] <= now:
+                    _, _, flight, new_attempt, gen = heapq.heappop(heap)
+                    # Stale: settled, sent since, or a second entry for one send.
+                    if flight._settled or flight._gen != gen or flight in seen:
                         continue
-                if flight.error is not None:
-                    flight.error = None  # of an earlier attempt
-                if flight is self._probe:
-                    resume = True
-                acked.append(flight)
-            else:
-                failure = self._reply_error(flight, reply, now)
-                if failure is not None:
-                    self._attempt_failed(flight, failure, now, settled)
+                    seen.add(flight)
+                    if new_attempt:
+                        flight.attempts += 1
+                        flight._resends = 0
+                    flight.publish_time = now
+                    again.append(flight)
+                self._resend(again, now + self.wait_timeout)
+                again = []
+            if replied:
+                # Published, whatever the reply says: report it before settling.
+                if self._on_published is None:
+                    _Future.complete_all(replied)
+                else:
+                    for flight in replied:
+                        self._announce(flight)
+            if acked or settled:
+                self._settle(acked, settled)
+        except BaseException:
+            self._interrupted(acked, settled, replied, again, now)
+            raise
+
+    def _interrupted(
+        self,
+        acked: list[Flight],
+        settled: list[tuple[Flight, int]],
+        replied: list[Flight],
+        again: list[Flight],
+        now: float,
+    ) -> None:
+        """An exception (an interrupt) went through _process: lose nothing. What
+        was not looked at goes back to _done, what was decided is settled, a
+        retry taken and not sent is scheduled again; the restarted runner
+        re-arms every ack clock (_rearm)."""
+        self._rescue = True
+        work, done = self._handling, self._done
+        rest = [f for f in work if f._reply is not _NOTHING and not f._settled]
+        done.extendleft(reversed(rest))
+        work.clear()
+        ids = self._retry_ids
+        for flight in again:
+            if flight._token is None and not flight._settled:
+                # (its attempt was counted already: not a new attempt)
+                heapq.heappush(self._retries, (now, next(ids), flight, False, flight._gen))
+        _Future.complete_all(replied)
+        if acked or settled:
+            self._settle(acked, settled)
+
+    def _clocks(self, now: float, settled: list[tuple[Flight, int]]) -> None:
+        """Time out the sends whose ack is overdue (first sends, then the others)."""
         first, wait = self._timeline, self.wait_timeout
         while first:
             flight = first[0]
@@ -213,46 +336,36 @@ class FlightsRunner:
             elif flight.publish_time + wait > now:
                 break
             else:
-                first.popleft()
                 self._expire(flight, now, settled)
+                first.popleft()  # after: an interrupt before it expires it again
         later = self._retry_timeline
         while later:
             deadline, _, flight, gen = later[0]
-            if flight._gen != gen or flight._token is None:
+            rescue = gen < 0
+            if rescue:
+                gen = -gen - 1
+            if flight._gen != gen or flight._settled or (flight._token is None and not rescue):
                 heapq.heappop(later)
             elif deadline > now:
                 break
             else:
                 heapq.heappop(later)
-                self._expire(flight, now, settled)
-        probe_after = self._probe_after
-        if probe_after is not None and not self._stopped:
-            if resume:
-                self._resume_stalled()
-            elif now - self._last_reply >= probe_after and now - self._probe_time >= probe_after:
-                self._send_probe(now, probe_after)
-        heap = self._retries
-        if heap and heap[0][0] <= now and not self._stopped:
-            again: list[Flight] = []
-            while heap and heap[0][0] <= now:
-                _, _, flight, new_attempt = heapq.heappop(heap)
-                if flight._settled:
-                    continue
-                if new_attempt:
-                    flight.attempts += 1
-                    flight._resends = 0
-                flight.publish_time = now
-                again.append(flight)
-            self._resend(again, now + self.wait_timeout)
-        if replied:
-            # Published, whatever the reply says: report it before settling.
-            if self._on_published is None:
-                _Future.complete_all(replied)
-            else:
-                for flight in replied:
-                    self._announce(flight)
-        if acked or settled:
-            self._settle(acked, settled)
+                if flight._token is None:
+                    self._orphaned(flight, now, settled)
+                else:
+                    self._expire(flight, now, settled)
+
+    def _orphaned(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
+        """A rescue clock found a flight with no reply to wait for: unless it is
+        on its way (in _done, or a retry is due), its handling was lost to an
+        interrupt: time it out like a lost ack."""
+        if flight._ack is not None:
+            return  # acked in this round, settled at its end
+        if flight in self._done or flight in self._handling:
+            return
+        if any(e[2] is flight for e in self._retries):
+            return
+        self._time_out(flight, now, settled)
 
     def _waiting(self) -> list[tuple[Flight, float]]:
         """Every send still waiting for its reply, with its ack deadline."""
@@ -315,16 +428,30 @@ class FlightsRunner:
             # The publish paths' one 503 rule: the stream may not be up yet.
             flight._resends += 1
             due = now + PUBLISH_RETRY_WAIT
-            heapq.heappush(self._retries, (due, next(self._retry_ids), flight, False))
+            entry = (due, next(self._retry_ids), flight, False, flight._gen)
+            heapq.heappush(self._retries, entry)
             return None
         return status_reply_error(flight.subject, st)
 
     def _expire(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
         """The send's ack is overdue: time it out, unless its reply just came."""
         token = flight._token
-        if not self._client._mux.cancel(token):
-            return  # the reply is on its way here (or the send failed)
+        # The reply is on its way here when the token is gone (or the send
+        # failed and is being handed over). Look again one wait later: a token
+        # taken by a thread that an interrupt stopped before it handed the
+        # flight over never delivers, and the flight then times out.
+        if not self._client._mux.cancel(token) and flight._overdue != flight._gen:
+            flight._overdue = flight._gen
+            heapq.heappush(
+                self._retry_timeline,
+                (now + self.wait_timeout, next(self._retry_ids), flight, flight._gen),
+            )
+            return
         flight._token = None
+        self._time_out(flight, now, settled)
+
+    def _time_out(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
+        """No reply will come for the flight's send: retry it, or time it out."""
         if not self._client.is_connected:
             # The ack was lost with the connection: retryable like a disconnect.
             cause = errors.PublishDisconnectedError(
@@ -363,7 +490,7 @@ class FlightsRunner:
         if due is None:
             return False
         flight.error = exc
-        heapq.heappush(self._retries, (due, next(self._retry_ids), flight, True))
+        heapq.heappush(self._retries, (due, next(self._retry_ids), flight, True, flight._gen))
         self._retried += 1
         if self._on_retrying is not None:
             _call(self._on_retrying, flight)
@@ -375,49 +502,72 @@ class FlightsRunner:
         lock, in_flight = self._lock, self._in_flight
         mine: list[Flight] = []
         failed: list[tuple[Flight, int]] = []
-        with lock:
-            for flight in acked:
-                if not flight._settled:  # else stop() got there first
-                    flight._settled = True
-                    in_flight.discard(flight)
-                    mine.append(flight)
-            self._acked += len(mine)
-            for flight, kind in settled:
-                if not flight._settled:
-                    flight._settled = True
-                    in_flight.discard(flight)
-                    failed.append((flight, kind))
-                    if kind == _FAILED:
-                        self._failed += 1
-                    else:
-                        self._timed_out += 1
-            busy = len(mine) + len(failed)
-            self._settling += busy
-            if self._held and self._window.resumable():
-                self._lift()
-        # A flight's _ack_future is read after _settled was set under the lock:
-        # one made later completes itself (see Flight.publish_ack_future).
+        busy = 0
         try:
-            on_acked = self._on_acked
+            with lock:
+                # Listed before marked: an interrupt leaves no flight marked
+                # settled (which stop() skips) without its futures completing.
+                for flight in acked:
+                    if not flight._settled:  # else stop() got there first
+                        mine.append(flight)
+                        flight._settled = True
+                        in_flight.discard(flight)
+                self._acked += len(mine)
+                for flight, kind in settled:
+                    if not flight._settled:
+                        failed.append((flight, kind))
+                        flight._settled = True
+                        in_flight.discard(flight)
+                        if kind == _FAILED:
+                            self._failed += 1
+                        else:
+                            self._timed_out += 1
+                n = len(mine) + len(failed)
+                self._settling += n
+                busy = n
+                if self._held and self._window.resumable():
+                    self._lift()
+            # A flight's _ack_future is read after _settled was set under the lock:
+            # one made later completes itself (see Flight.publish_ack_future).
+            self._complete(mine, failed)
+        except BaseException:
+            # An interrupt part-way: every future still completes (no hooks).
             for flight in mine:
                 fut = flight._ack_future
                 if fut is not None:
                     _set(fut, flight.ack)
-                if on_acked is not None:
-                    _call(on_acked, flight)
-            for flight, kind in failed:
+                if not flight._lz_done:
+                    _set(flight)
+            for flight, _ in failed:
                 fut = flight._ack_future
                 if fut is not None:
                     _set(fut, exc=flight.error)
                 if not flight._lz_done:
-                    _set(flight, exc=flight.error)  # never published
-                hook = self._on_failed if kind == _FAILED else self._on_timeout
-                if hook is not None:
-                    _call(hook, flight)
+                    _set(flight, exc=flight.error)
+            raise
         finally:
             with lock:
                 self._settling -= busy
                 self._check_drained()
+
+    def _complete(self, mine: list[Flight], failed: list[tuple[Flight, int]]) -> None:
+        """Complete the settled flights' futures and call the listener."""
+        on_acked = self._on_acked
+        for flight in mine:
+            fut = flight._ack_future
+            if fut is not None:
+                _set(fut, flight.ack)
+            if on_acked is not None:
+                _call(on_acked, flight)
+        for flight, kind in failed:
+            fut = flight._ack_future
+            if fut is not None:
+                _set(fut, exc=flight.error)
+            if not flight._lz_done:
+                _set(flight, exc=flight.error)  # never published
+            hook = self._on_failed if kind == _FAILED else self._on_timeout
+            if hook is not None:
+                _call(hook, flight)
 
     # -- shared internals ----------------------------------------------------
 
@@ -428,7 +578,7 @@ class FlightsRunner:
         with self._lock:
             if self._flights_waiting:
                 self._flights_waiting = False
-                self._flights.notify()
+                self._flights.set()
 
     def _on_conn_event(self, event: str) -> None:
         # Events thread: the acks of attempts sent before a disconnect are
@@ -464,7 +614,7 @@ class FlightsRunner:
         self._lifted_at = len(self._in_flight)
         if self._lift_waiting:
             self._lift_waiting = False
-            self._work.notify()
+            self._work.set()
 
     def _is_idle(self) -> bool:
         # With the lock held.
@@ -476,6 +626,8 @@ class FlightsRunner:
             or self._retries
             or self._processing
             or self._settling
+            or self._batch
+            or self._handling
         )
 
     def _check_drained(self) -> bool:
@@ -483,24 +635,34 @@ class FlightsRunner:
         if not self._drained and self._draining and self._is_idle():
             self._drained = True
             self._idle.notify_all()
-            self._work.notify_all()
-            self._flights.notify_all()
+            self._work.set()
+            self._flights.set()
         return self._drained
 
     def _enter(self, runner: str) -> None:
+        me = threading.current_thread()
         with self._lock:
-            if runner in self._runners:
+            other = self._runners.get(runner)
+            # The same thread again (an interrupt cut its run short before it
+            # left) or a thread that died in it does not count.
+            if other is not None and other is not me and other.is_alive():
                 raise PublisherError(f"nats: the {runner} runner is already running")
-            self._runners.add(runner)
-            self._runner_idents.add(threading.get_ident())
+            self._runners[runner] = me
+            self._runner_idents = frozenset(t.ident for t in self._runners.values())
 
     def _leave(self, runner: str) -> None:
         with self._lock:
-            self._runners.discard(runner)
-            self._runner_idents.discard(threading.get_ident())
+            if self._runners.get(runner) is threading.current_thread():
+                del self._runners[runner]
+            self._runner_idents = frozenset(t.ident for t in self._runners.values())
             self._check_drained()
+            self._idle.notify_all()  # drain() checks that the runners it needs run
         if self._stopped:
             self._abandon()
+
+    def _live_runners(self) -> set[str]:
+        # With the lock held: the runner kinds some live thread runs.
+        return {kind for kind, t in self._runners.items() if t.is_alive()}
 
     def _join(self, timeout: float) -> None:
         me = threading.current_thread()
@@ -513,8 +675,15 @@ class FlightsRunner:
         with self._lock:
             # list() first: the publish runner may add to the set without the lock.
             # (An acked flight leaves _in_flight on the reader thread and waits
-            # in _done until the flights runner settles it.)
-            flights = set(self._queue) | set(self._in_flight) | set(self._done)
+            # in _done, or in _handling, until the flights runner settles it; a
+            # taken batch waits in _batch until it is in the window.)
+            flights = (
+                set(self._queue)
+                | set(self._in_flight)
+                | set(self._done)
+                | set(self._batch)
+                | set(self._handling)
+            )
             self._queue.clear()
             self._in_flight.clear()
             victims = [(f, f._ack_future) for f in flights if not f._settled]
@@ -529,11 +698,20 @@ class FlightsRunner:
                 )
             self._failed += len(victims)
             self._idle.notify_all()
-        for f, fut in victims:
-            if fut is not None:
-                _set(fut, exc=f.error)
-            if not f._lz_done:
-                _set(f, exc=f.error)
+        self._queue_window.wake_all()
+        i = 0
+        try:
+            for i, (f, fut) in enumerate(victims):  # noqa: B007
+                if fut is not None:
+                    _set(fut, exc=f.error)
+                if not f._lz_done:
+                    _set(f, exc=f.error)
+        finally:
+            for f, fut in victims[i:]:  # an interrupt part-way: complete the rest
+                if fut is not None:
+                    _set(fut, exc=f.error)
+                if not f._lz_done:
+                    _set(f, exc=f.error)
 
 
 def _has_msg_id(flight: Flight) -> bool:

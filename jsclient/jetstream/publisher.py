@@ -6,8 +6,8 @@
   requests on the connection's reply mux (one write per batch), at most
   ``max_in_flight`` unacknowledged at a time. When the window is full it holds
   until ``refill_allowed_at`` or fewer remain, and meanwhile encodes the next
-  batch so that the lift only has to write it. The hold is a Condition
-  signalled when acks free the window; ``hold_pause_time`` only bounds one wait.
+  batch so that the lift only has to write it. The hold waits on a signal
+  set when acks free the window; ``hold_pause_time`` only bounds one wait.
 - ``flights_runner`` settles flights. Each flight is its own reply waiter: the
   socket reader hands it its reply and appends it to a deque, so an ack is
   seen whatever the order of the acks before it. A PubAck takes the flight
@@ -44,12 +44,36 @@ within a probe interval of the stream answering instead of after
 Expectation failures (API errors 10060, 10070, 10071) are never retried and set
 ``flight.expectation_failed``.
 
+Flight ids are ``<id_prefix>-<nuid>-<n>`` (``<nuid>-<n>`` without a prefix):
+the NUID is drawn per Publisher, so two processes with the same prefix, or a
+process restarted within the stream's duplicate window, never send the same
+Nats-Msg-Id. A caller that wants de-duplication across restarts passes its own
+stable ``msg_id=`` (or a ``Nats-Msg-Id`` header); it is kept on every retry.
+
+The queue is bounded (``max_queued``): ``publish_async`` on a full queue waits
+up to ``stall_wait`` for it to drain to three quarters, then raises
+TooManyStalledMsgsError, as ``JetStream.publish_async`` does for its window
+(on a runner's own thread, e.g. from a listener, it never waits).
+
 ``drain()`` refuses new messages and returns once every queued message is
-published and settled; ``stop()`` ends the loops before their next iteration
-and fails what is left with PublisherClosedError. The futures handed out cannot
-be cancelled. Listener hooks run on the runner threads, outside every lock; an
-exception from one is logged, never propagated. No lock is held across a
-publish, and every wait has a timeout.
+published and settled; it raises PublisherNotRunningError when a runner it
+needs is not running (none was started, or one died). ``stop()`` ends the
+loops before their next iteration and fails what is left with
+PublisherClosedError. The futures handed out cannot be cancelled. Listener
+hooks and the futures' done callbacks run on the runner threads, outside every
+lock; an exception from one (a BaseException too) is logged, never propagated.
+No lock is held across a publish, and every wait has a timeout.
+
+Interrupts: the runners may run on the caller's threads, where a
+KeyboardInterrupt can land between any two bytecodes. What a runner takes from
+a queue it moves into a list the publisher owns in one C call
+(``list.extend(map(deque.popleft, ...))``), and it leaves that list only once
+the flight is in the window with its ack clock running; an interrupted runner
+puts back what it had not sent (publish runner) or settles what it had decided
+and hands back what it had not looked at (flights runner), and the restarted
+flights runner re-arms an ack clock for every flight in the window. So each
+flight ends up queued again, in flight, or failed; a restarted runner goes on,
+and ``stop()`` reaches every flight.
 """
 
 from __future__ import annotations
@@ -58,18 +82,21 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from itertools import repeat
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
 from jsclient import _impl, errors
+from jsclient._threads import Wake
 from jsclient.jetstream._flight import (
     DEFAULT_RETRY_ON,
     Flight,
     PublisherClosedError,
     PublisherError,
     PublisherListener,
+    PublisherNotRunningError,
     RetryConfig,
     _call,
     _hook,
@@ -93,6 +120,7 @@ __all__ = [
     "PublisherClosedError",
     "PublisherError",
     "PublisherListener",
+    "PublisherNotRunningError",
     "RetryConfig",
 ]
 
@@ -102,6 +130,13 @@ _PUBLISH_OPTIONS = frozenset(
 ) | {"expected_last_msg_id", "ttl"}
 _MSG_ID = "Nats-Msg-Id"
 _BATCH = 128  # queued messages the publish runner takes per lock acquisition
+# The default queue bound: nats.go's async publish window (4000), and never
+# less than four windows, so that a burst keeps the window refilled while the
+# caller waits; 4000 messages of 100 bytes hold about 1.5 MiB.
+_MIN_QUEUED = 4000
+# drain(): how long a runner it needs may be missing (a runner being restarted
+# after an interrupt, or a thread that has not entered it yet) before it raises.
+_RUNNER_GRACE = 1.0
 
 
 class Publisher(FlightsRunner):
@@ -119,16 +154,33 @@ class Publisher(FlightsRunner):
         hold_pause_time: float = 0.1,
         wait_timeout: float = 5.0,
         listener: PublisherListener | None = None,
+        max_queued: int | None = None,
+        stall_wait: float = 0.2,
     ) -> None:
+        """See the module docstring. ``max_queued``: how many messages may wait
+        for the publish runner (None: ``max(4000, 4 * max_in_flight)``; 0: no
+        bound); ``stall_wait``: how long ``publish_async`` waits for room in a
+        full queue before it raises TooManyStalledMsgsError (0: at once)."""
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         if not 0 <= refill_allowed_at < max_in_flight:
             raise ValueError("refill_allowed_at must be >= 0 and below max_in_flight")
         if not min(poll_time, hold_pause_time, wait_timeout) > 0:
             raise ValueError("poll_time, hold_pause_time and wait_timeout must be positive")
+        if max_queued is None:
+            max_queued = max(_MIN_QUEUED, 4 * max_in_flight)
+        if max_queued < 0 or stall_wait < 0:
+            raise ValueError("max_queued and stall_wait must not be negative")
         self._js = js
         self._client: Core = js._client
-        self.id_prefix: str = id_prefix or NUID().next().decode()
+        # Flight ids (Nats-Msg-Ids with retries on) carry a NUID drawn for this
+        # publisher: a restart or a second process with the same prefix never
+        # reuses one (the stream would drop the new message as a duplicate).
+        nuid = NUID().next().decode()
+        self.id_prefix: str = id_prefix or nuid
+        self._id_base = nuid if id_prefix is None else f"{id_prefix}-{nuid}"
+        self.max_queued = int(max_queued)
+        self.stall_wait = float(stall_wait)
         self.max_in_flight = int(max_in_flight)
         self.refill_allowed_at = int(refill_allowed_at)
         self.retry = retry
@@ -145,11 +197,23 @@ class Publisher(FlightsRunner):
         self._on_resumed = _hook(listener, "resumed")
 
         self._lock = threading.Lock()
-        self._work = threading.Condition(self._lock)  # publish runner: queue, hold lift, stop
-        self._flights = threading.Condition(self._lock)  # flights runner: acks, stop, drain
+        # The runners wait on signals, not on Conditions: a wait holds no data
+        # and no lock, so an interrupt in it leaves nothing to restore.
+        self._work = Wake()  # publish runner: queue, hold lift, stop
+        self._flights = Wake()  # flights runner: acks, stop, drain
         self._idle = threading.Condition(self._lock)  # drain() waiters
         self._ids: Iterator[int] = _impl.writer.Counter(1)
         self._queue: deque[Flight] = deque()
+        # Back-pressure on publish_async; resumes once a quarter of the queue is free.
+        limit = self.max_queued
+        self._queue_window = Window(
+            limit, limit - max(1, limit // 4) if limit else 0, self._queue.__len__
+        )
+        # What the publish runner took from the queue and has not yet sent with
+        # its ack clock running (see the module docstring on interrupts), and
+        # whether the batch in it is being written (its clocks run: not put back).
+        self._batch: list[Flight] = []
+        self._batch_sent = False
         # The window: published (or being published) and no PubAck yet; a failed
         # attempt stays until it is settled or retried.
         self._in_flight: set[Flight] = set()
@@ -163,9 +227,13 @@ class Publisher(FlightsRunner):
         # attempt's earlier deadline, so these are not in publish order).
         self._timeline: deque[Flight] = deque()
         self._retry_timeline: list[tuple[float, int, Flight, int]] = []
-        # (due, tie-breaker, flight, is a new attempt): retries and 503 re-sends,
-        # a heap the flights runner alone touches.
-        self._retries: list[tuple[float, int, Flight, bool]] = []
+        # (due, tie-breaker, flight, is a new attempt, send generation): retries
+        # and 503 re-sends, a heap the flights runner alone touches (an entry
+        # whose flight was sent since is stale: one taken twice sends once).
+        self._retries: list[tuple[float, int, Flight, bool, int]] = []
+        # What the flights runner took from _done and has not finished with.
+        self._handling: list[Flight] = []
+        self._rescue = False  # the flights runner was interrupted: re-arm every ack clock
         self._retry_ids: Iterator[int] = _impl.writer.Counter(0)
         # Stall probing (see RetryConfig.probe_after): when a reply last came,
         # the probe in flight and when it was sent.
@@ -185,8 +253,11 @@ class Publisher(FlightsRunner):
         self._draining = False
         self._stopped = False
         self._drained = False  # draining and idle was seen: runners take nothing more
-        self._runners: set[str] = set()
-        self._runner_idents: set[int] = set()
+        # Runner kind -> the thread running it (a thread interrupted out of a
+        # runner may run it again; a dead one does not count).
+        self._runners: dict[str, threading.Thread] = {}
+        self._runner_idents: frozenset[int | None] = frozenset()
+        self._runner_error: BaseException | None = None  # what ended a runner last
         self._threads: list[threading.Thread] = []
         self._acked = self._failed = self._timed_out = self._retried = 0
 
@@ -248,8 +319,10 @@ class Publisher(FlightsRunner):
         """Queue a message; returns its Flight, a Future[Flight] done once it is published.
 
         ``publish_options`` are ``JetStream.publish_async``'s ``msg_id``,
-        ``expected_*`` and ``ttl`` options. Raises PublisherClosedError after
-        drain()/stop().
+        ``expected_*`` and ``ttl`` options; a ``msg_id`` is sent on every
+        attempt (the stream keeps one copy per id within its duplicate window).
+        Raises PublisherClosedError after drain()/stop(), and
+        TooManyStalledMsgsError when the queue stayed full for ``stall_wait``.
         """
         if publish_options:
             if not _PUBLISH_OPTIONS.issuperset(publish_options):
@@ -260,6 +333,8 @@ class Publisher(FlightsRunner):
                 self._js._require_api_level(1, "per-message TTL")
         if self._closed:
             raise PublisherClosedError("nats: cannot publish once the publisher is closed")
+        if 0 < self.max_queued <= len(self._queue):  # _queue_window.full(), inline
+            self._wait_for_room()
         # Ids must be unique (with retries they are Nats-Msg-Ids): a Counter
         # never gives one twice, whatever the threads.
         flight = Flight(
@@ -277,10 +352,27 @@ class Publisher(FlightsRunner):
             self._queue.append(flight)
             if self._pub_waiting:
                 self._pub_waiting = False
-                self._work.notify()
+                self._work.set()
         if self._closed:
             self._refuse_late(flight)
         return flight
+
+    def _wait_for_room(self) -> None:
+        # Never on a runner's own thread (a listener publishing): the publish
+        # runner would wait for itself.
+        window = self._queue_window
+        if threading.get_ident() not in self._runner_idents and self.stall_wait > 0:
+            window.wait_below(window.resume_at, time.monotonic() + self.stall_wait, self.__closed)
+        if self._closed:
+            raise PublisherClosedError("nats: cannot publish once the publisher is closed")
+        if window.full():
+            raise errors.TooManyStalledMsgsError(
+                f"nats: the publisher's queue stayed full ({self.max_queued} messages) "
+                f"for {self.stall_wait} s"
+            )
+
+    def __closed(self) -> bool:
+        return self._closed
 
     def _refuse_late(self, flight: Flight) -> None:
         # drain()/stop() raced with publish_async(): take the message back unless
@@ -300,7 +392,7 @@ class Publisher(FlightsRunner):
         with self._lock:
             if self._stopped:
                 raise PublisherClosedError("nats: cannot start a stopped publisher")
-            if self._threads or self._runners:
+            if self._threads or self._live_runners():
                 raise PublisherError("nats: the publisher's runners are already running")
             self._threads = [
                 threading.Thread(target=run, name=f"jsclient-{kind}-{self.id_prefix}", daemon=True)
@@ -322,9 +414,10 @@ class Publisher(FlightsRunner):
         """
         with self._lock:
             self._stopped = self._closed = True
-            self._work.notify_all()
-            self._flights.notify_all()
+            self._work.set()
+            self._flights.set()
             self._idle.notify_all()
+        self._queue_window.wake_all()
         self._join(timeout)
         self._abandon()
 
@@ -332,26 +425,55 @@ class Publisher(FlightsRunner):
         """Refuse new messages; return once everything queued is published and settled.
 
         The loops then return. DrainTimeoutError if that takes longer than
-        ``timeout`` seconds; the publisher keeps draining (``stop()`` ends it).
+        ``timeout`` seconds; PublisherNotRunningError when there is something to
+        publish or settle and a runner is not running (none was started, or one
+        died; a runner may be missing for a moment, e.g. while it is restarted).
+        Either way the publisher keeps draining: start (or restart) the runners
+        and call ``drain()`` again, or ``stop()`` it.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        missing_since: float | None = None
         with self._lock:
             self._closed = True
             if not self._draining:
                 self._draining = True
-                self._work.notify_all()
-                self._flights.notify_all()
+                self._work.set()
+                self._flights.set()
+        self._queue_window.wake_all()
+        with self._lock:
             if threading.get_ident() in self._runner_idents:
                 return  # called from a listener: the loops finish the drain themselves
             while not self._stopped and not self._check_drained():
-                left = 1.0 if deadline is None else deadline - time.monotonic()
+                now = time.monotonic()
+                left = 1.0 if deadline is None else deadline - now
                 if left <= 0:
                     raise errors.DrainTimeoutError(
                         f"nats: publisher drain timed out with {len(self._queue)} queued "
                         f"and {len(self._in_flight)} in flight"
                     )
-                self._idle.wait(min(left, 1.0))
+                missing = self._missing_runner()
+                if missing is None:
+                    missing_since = None
+                elif missing_since is None:
+                    missing_since = now
+                elif now - missing_since >= _RUNNER_GRACE:
+                    raise PublisherNotRunningError(
+                        f"nats: cannot drain the publisher: its {missing} runner is not "
+                        f"running ({len(self._queue)} queued, {len(self._in_flight)} in "
+                        "flight); start() it or run publish_runner/flights_runner"
+                    ) from self._runner_error
+                self._idle.wait(min(left, 1.0 if missing is None else 0.05))
         self._join(5.0 if deadline is None else max(0.1, deadline - time.monotonic()))
+
+    def _missing_runner(self) -> str | None:
+        # With the lock held: a runner kind that has work left and is not
+        # running (the publish runner ends its part of a drain on its own).
+        live = self._live_runners()
+        if "publish" not in live and (self._queue or self._batch or self._publishing):
+            return "publish"
+        if "flights" not in live and (self._in_flight or self._done or self._handling):
+            return "flights"
+        return None
 
     def __enter__(self) -> Publisher:
         return self.start()
@@ -370,120 +492,147 @@ class Publisher(FlightsRunner):
     # -- publish runner ------------------------------------------------------
 
     def publish_runner(self) -> None:
-        """Publish queued messages until stopped or drained (run it on any thread)."""
+        """Publish queued messages until stopped or drained (run it on any thread).
+
+        Safe to interrupt (KeyboardInterrupt): what it had taken and not sent
+        goes back to the queue, and it may be run again.
+        """
         self._enter("publish")
         try:
+            self._recover_batch()  # an earlier run's, if its own recovery was cut short
             self._publish_loop()
+        except BaseException as exc:
+            self._runner_error = exc
+            raise
         finally:
-            self._leave("publish")
+            try:
+                self._recover_batch()
+            finally:
+                self._leave("publish")
 
     def _publish_loop(self) -> None:
         lock, queue, in_flight, window = self._lock, self._queue, self._in_flight, self._window
+        taken, qwindow, popleft = self._batch, self._queue_window, deque.popleft
         holding = False  # paused() was reported and resumed() not yet
         # The next batch, registered and encoded while the window was full, so
         # that the lift only has to write it (the server's turn is our spare time).
+        # Its flights are in self._batch.
         ahead: RequestBatch | None = None
-        try:
-            while True:
-                batch: list[Flight] = []
-                resumed_at = paused_at = take = -1
-                prepare = 0
-                with lock:
-                    if (
-                        self._stopped
-                        or self._drained
-                        or (self._draining and not queue and ahead is None)
-                    ):
-                        return
-                    if self._held:
-                        if not window.resumable():
-                            if ahead is None and queue:
-                                room = self.max_in_flight - self.refill_allowed_at
-                                prepare = min(room, len(queue), _BATCH)
-                                self._publishing = True  # drain() must wait for these
-                            else:
-                                self._lift_waiting = True
-                                self._work.wait(self.hold_pause_time)
-                                self._lift_waiting = False
-                                continue
+        while True:
+            resumed_at = paused_at = take = -1
+            prepare = 0
+            lift_wait = pub_wait = 0.0
+            with lock:
+                if (
+                    self._stopped
+                    or self._drained
+                    or (self._draining and not queue and ahead is None)
+                ):
+                    return
+                if self._held:
+                    if not window.resumable():
+                        if ahead is None and queue:
+                            room = self.max_in_flight - self.refill_allowed_at
+                            prepare = min(room, len(queue), _BATCH)
+                            self._publishing = True  # drain() must wait for these
+                            self._batch_sent = False
+                            # One C call: the flights are never only on the stack.
+                            taken.extend(map(popleft, repeat(queue, prepare)))
                         else:
-                            # The flights runner's signal and this check cannot both miss.
-                            self._lift()
-                    if not prepare:
-                        if holding:
-                            holding = False
-                            resumed_at = self._lifted_at
-                        room = self.max_in_flight - len(in_flight)
-                        take = 0 if ahead is not None else min(room, len(queue), _BATCH)
-                        if ahead is not None:
-                            pass  # write it first
-                        elif queue and room <= 0:
-                            self._held = holding = True  # defensive: a full window always holds
-                            paused_at = len(in_flight)
-                        elif take:
-                            self._publishing = True  # drain() must not see an empty queue as idle
-                        else:
-                            self._pub_waiting = True
-                            self._work.wait(self.poll_time)  # publish_async notifies
-                            self._pub_waiting = False
-                if prepare:
-                    ahead = self._prepare(self._take(prepare))
-                    continue
-                if take > 0:
-                    batch = self._take(take)
-                if resumed_at >= 0 and self._on_resumed is not None:
-                    _call(self._on_resumed, resumed_at, self.max_in_flight, self.refill_allowed_at)
-                if ahead is not None:
-                    pending, ahead = ahead, None
-                    self._send_prepared(pending)
-                elif batch:
-                    self._send_prepared(self._prepare(batch))
-                else:
-                    if self._flights_waiting and self._done:
-                        self._wake_flights()  # acks that came while the window was full
-                    if take > 0:
-                        with lock:
-                            self._publishing = False
-                    if paused_at >= 0 and self._on_paused is not None:
-                        _call(
-                            self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at
-                        )
-                    continue
-                with lock:
-                    self._publishing = False
-                    if not self._stopped and not self._held and window.full():
-                        self._held = holding = True
+                            self._lift_waiting = True
+                            lift_wait = self.hold_pause_time
+                    else:
+                        # The flights runner's signal and this check cannot both miss.
+                        self._lift()
+                if not prepare and not lift_wait:
+                    if holding:
+                        holding = False
+                        resumed_at = self._lifted_at
+                    room = self.max_in_flight - len(in_flight)
+                    take = 0 if ahead is not None else min(room, len(queue), _BATCH)
+                    if ahead is not None:
+                        pass  # write it first
+                    elif queue and room <= 0:
+                        self._held = holding = True  # defensive: a full window always holds
                         paused_at = len(in_flight)
-                    self._check_drained()
+                    elif take:
+                        self._publishing = True  # drain() must not see an empty queue as idle
+                        self._batch_sent = False
+                        taken.extend(map(popleft, repeat(queue, take)))
+                    else:
+                        self._pub_waiting = True
+                        pub_wait = self.poll_time
+            if lift_wait:
+                self._work.wait(lift_wait)  # an ack lifting the hold, or stop/drain
+                self._lift_waiting = False
+                continue
+            if pub_wait:
+                self._work.wait(pub_wait)  # publish_async wakes it
+                self._pub_waiting = False
+            if prepare or take > 0:
+                qwindow.released()  # publish_async calls waiting for room
+            if prepare:
+                ahead = self._prepare(list(taken))
+                continue
+            if resumed_at >= 0 and self._on_resumed is not None:
+                _call(self._on_resumed, resumed_at, self.max_in_flight, self.refill_allowed_at)
+            if ahead is not None:
+                pending, ahead = ahead, None
+                self._send_prepared(pending)
+            elif take > 0:
+                self._send_prepared(self._prepare(list(taken)))
+            else:
                 if self._flights_waiting and self._done:
                     self._wake_flights()  # acks that came while the window was full
                 if paused_at >= 0 and self._on_paused is not None:
                     _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
-        finally:
-            if ahead is not None:
-                self._put_back(ahead.sent)
+                continue
+            with lock:
+                if taken:  # stopped before the write: put back (and failed) by the caller
+                    return
+                self._publishing = False
+                if not self._stopped and not self._held and window.full():
+                    self._held = holding = True
+                    paused_at = len(in_flight)
+                self._check_drained()
+            if self._flights_waiting and self._done:
+                self._wake_flights()  # acks that came while the window was full
+            if paused_at >= 0 and self._on_paused is not None:
+                _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
 
-    def _take(self, n: int) -> list[Flight]:
-        queue = self._queue
-        batch: list[Flight] = []
-        try:
-            for _ in range(n):
-                batch.append(queue.popleft())  # the only consumer; stop() may clear
-        except IndexError:
-            pass
-        return batch
-
-    def _put_back(self, flights: list[Flight]) -> None:
-        # Stopped with a batch taken but not written: back to the queue's front,
-        # its reply tokens forgotten; stop() settles them.
-        mux = self._client._mux
-        for flight in flights:
-            if flight._token is not None:
-                mux.cancel(flight._token)
-                flight._token = None
+    def _recover_batch(self) -> None:
+        """The publish runner ended (stopped, drained, or interrupted anywhere):
+        put what it took and did not send back at the queue's front, its reply
+        tokens forgotten (stop() then fails them); what it sent keeps its clock."""
+        taken = self._batch
+        if taken and not self._batch_sent:
+            mux = self._client._mux
+            back: list[Flight] = []
+            for flight in taken:
+                if flight._settled:
+                    continue  # stop() failed it
+                if flight.error is not None and flight.attempts:
+                    # Refused before sending (_fail_unsent): the flights runner
+                    # settles it; hand it over again in case the interrupt came
+                    # first (a second delivery is skipped once it is settled).
+                    flight.deliver(flight.error)
+                    continue
+                if flight._token is not None:
+                    mux.cancel(flight._token)
+                    flight._token = None
+                self._in_flight.discard(flight)
+                flight.attempts = flight._gen = 0
+                flight.publish_time = flight._first_time = 0.0
+                back.append(flight)
+            with self._lock:
+                self._queue.extendleft(reversed(back))
+                taken.clear()
         with self._lock:
-            self._queue.extendleft(reversed(flights))
+            taken.clear()
+            self._batch_sent = False
             self._publishing = False
+            self._pub_waiting = self._lift_waiting = False
+            self._check_drained()
 
     def _prepare(self, batch: list[Flight]) -> RequestBatch:
         """Register and encode a batch; ``_send_prepared`` writes it (at once, or
@@ -498,26 +647,38 @@ class Publisher(FlightsRunner):
     def _fail_unsent(self, flight: Flight, exc: BaseException) -> None:
         # A first attempt that could not be sent (bad header, subject or size):
         # settled as failed by the flights runner, like any other attempt.
+        # (error first: _recover_batch tells these apart by it.)
+        flight.error = exc
         flight.attempts = 1
         flight._first_time = flight.publish_time = time.monotonic()
         self._in_flight.add(flight)
         flight.deliver(exc)
 
     def _send_prepared(self, prepared: RequestBatch) -> None:
-        """Write a prepared batch of first sends and start their ack clocks."""
+        """Write a prepared batch of first sends and start their ack clocks.
+
+        The batch leaves self._batch only once it is in the window with its
+        clocks running; from ``_batch_sent`` on, an interrupt leaves it there
+        (a flight not written after all times out, or is retried).
+        """
         flights: list[Flight] = prepared.sent
-        if not flights:
-            return
         if self._stopped:
-            self._put_back(flights)
-            return
-        self._in_flight.update(flights)
-        now = time.monotonic()
-        for flight in flights:
-            flight.attempts = flight._gen = 1
-            flight._first_time = flight.publish_time = now
-        self._timeline.extend(flights)  # before the write: the ack may come first
-        self._sent(flights, self._client._mux.write(prepared))
+            return  # the caller returns; _recover_batch puts the batch back
+        if flights:
+            self._in_flight.update(flights)
+            now = time.monotonic()
+            for flight in flights:
+                flight.attempts = flight._gen = 1
+                flight._first_time = flight.publish_time = now
+            self._timeline.extend(flights)  # before the write: the ack may come first
+            self._batch_sent = True
+            failed = self._client._mux.write(prepared)
+        else:
+            failed = []
+        self._batch.clear()
+        self._batch_sent = False
+        if flights:
+            self._sent(flights, failed)
 
     def _encode_headers(self, flight: Flight) -> bool:
         """Make the flight's header block once; False (and the failure queued) if it is bad."""

@@ -25,6 +25,7 @@ from jsclient.jetstream.publisher import (
     PublisherClosedError,
     PublisherError,
     PublisherListener,
+    PublisherNotRunningError,
     RetryConfig,
 )
 from jsclient.server import NatsServer
@@ -116,7 +117,10 @@ def test_runners_on_plain_threads(js: JetStream) -> None:
     acks = _acks(futs)
     assert sorted(a.seq for a in acks) == list(range(1, 301))
     flights = [f.result() for f in futs]
-    assert [f.id for f in flights] == [f"P-{i}" for i in range(1, 301)]
+    # <id_prefix>-<the publisher's own NUID>-<n>: unique across publishers and restarts
+    base = f"P-{pub._id_base.split('-', 1)[1]}"
+    assert len(base) == 2 + 22
+    assert [f.id for f in flights] == [f"{base}-{i}" for i in range(1, 301)]
     assert flights[7].body == b"m7" and flights[7].subject == "s.a" and flights[7].attempts == 1
     pub.drain(timeout=10)
     for t in threads:
@@ -486,7 +490,8 @@ def test_retry_sends_flight_id_as_msg_id(js: JetStream) -> None:
     stream = js.stream("S")
     seqs = [f.result().publish_ack_future.result().seq for f in (a, b, c, d)]
     ids = [(stream.get_msg(s).headers or {}).get("Nats-Msg-Id") for s in seqs]
-    assert ids == ["R-1", "mine", "hdr", None]
+    assert ids[1:] == ["mine", "hdr", None] and ids[0] == a.result().id
+    assert ids[0].startswith("R-") and ids[0].endswith("-1") and len(ids[0]) == 2 + 22 + 2
 
 
 def test_no_stream_is_retried_then_fails(js: JetStream) -> None:
@@ -532,8 +537,8 @@ def test_expectation_failure_is_reported_and_not_retried(js: JetStream) -> None:
 def test_drain_waits_for_everything_and_then_refuses(js: JetStream) -> None:
     pub, rec = _publisher(js, max_in_flight=7)
     futs = _publish_n(pub, 250)
-    with pytest.raises(errors.DrainTimeoutError):
-        pub.drain(timeout=0.2)  # nothing runs the loops yet
+    with pytest.raises(PublisherNotRunningError):
+        pub.drain()  # nothing runs the loops yet: an error, not a wait forever
     with pytest.raises(PublisherClosedError):
         pub.publish_async("s.a", b"refused while draining")
     pub.start()
