@@ -11,7 +11,15 @@ the last message handed out, so a watcher never repeats or skips one.
 Once every message that matched when the watch began has been handed out, the
 watcher gives one ``None``: at once when the consumer reported none pending,
 otherwise after the message whose delivery left none pending (the ack reply's
-pending count). Memory is bounded by one pull batch whatever the bucket holds.
+pending count). Memory is bounded whatever the bucket holds: the server sends
+at most :data:`BATCH` messages and ``max_buffered_bytes`` (8 MiB by default) of
+them ahead of what was read (pulls bounded by both, see
+:func:`~jsclient.jetstream._scan.bounded_messages`; issue 32).
+
+``next(timeout)`` is bounded by its timeout. Iteration (``for item in w``) and
+the callback form wait for updates by design, for as long as the watcher
+lives, and so ride out reconnects and server restarts. If making the watcher
+fails after its server-side consumer was made, that consumer is deleted.
 A subclass turns the messages of each routed batch into its items
 (:meth:`Watcher._fill`), leaving out those it does not want.
 """
@@ -27,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from jsclient import errors
 from jsclient._threads import log
 from jsclient.api import DeliverPolicy
+from jsclient.jetstream._scan import bounded_messages, buffer_limit, delete_later
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
@@ -67,8 +76,12 @@ class Watcher(Generic[T]):
         resume_from: int | None,
         headers_only: bool,
         cb: Callable[[T | None], Any] | None,
+        max_buffered_bytes: int | None = None,
     ) -> None:
         self._bucket = bucket
+        if cb is not None and not callable(cb):
+            raise TypeError("cb must be callable")
+        max_bytes = buffer_limit(js, max_buffered_bytes)
         if resume_from is not None:
             policy, start = DeliverPolicy.BY_START_SEQUENCE, resume_from
         elif updates_only:
@@ -85,6 +98,27 @@ class Watcher(Generic[T]):
             headers_only=headers_only or None,
         )
         self._oc = oc
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        try:
+            self._start(oc, policy, updates_only, max_bytes, cb)
+        except BaseException:
+            # Nothing will stop this watcher: its consumer goes now (issue 32).
+            self._stopped = True
+            it = getattr(self, "_it", None)
+            if it is not None:
+                it.stop()
+            delete_later(oc, self._area, "unwatch")
+            raise
+
+    def _start(
+        self,
+        oc: Any,
+        policy: DeliverPolicy,
+        updates_only: bool,
+        max_bytes: int,
+        cb: Callable[[T | None], Any] | None,
+    ) -> None:
         # Until the initial items are out, a reset asks again for the latest of
         # each subject (and what was had already is dropped by sequence), so a
         # restart in the middle does not hand out every older message since.
@@ -101,19 +135,12 @@ class Watcher(Generic[T]):
             self._ready.append(None)
         oc._keep_start = policy is DeliverPolicy.LAST_PER_SUBJECT and not marker_now
         self._serial = oc._serial
-        self._stopped = False
-        self._it = oc.messages(
-            max_messages=BATCH, expires=30.0, heartbeat=5.0, err_on_missing_heartbeat=False
-        )
+        self._it = bounded_messages(oc, BATCH, max_bytes)
         self._cb = cb
-        self._thread: threading.Thread | None = None
         if cb is not None:
-            if not callable(cb):
-                self.stop()
-                raise TypeError("cb must be callable")
             self._thread = threading.Thread(
                 target=self._run_callback,
-                name=f"jsclient-{self._area}-watch-{bucket}",
+                name=f"jsclient-{self._area}-watch-{self._bucket}",
                 daemon=True,
             )
             self._thread.start()
@@ -167,7 +194,7 @@ class Watcher(Generic[T]):
                     raise errors.MsgIteratorClosedError() from None
                 # Nothing came: after a reset, or because what was pending at
                 # the start went away (age limit, TTL), nothing may be left.
-                if not self._initial_done and (self._reset_left_nothing() or self._oc._caught_up()):
+                if not self._initial_done and (self._reset_left_nothing() or self._caught_up()):
                     self._initial_done = True
                     self._oc._keep_start = False
                     return None
@@ -189,6 +216,12 @@ class Watcher(Generic[T]):
         None marker after the one that left none pending while the initial items
         were due; then clear ``buf``. Each kind of watcher has its own."""
         raise NotImplementedError
+
+    def _caught_up(self) -> bool:
+        """``OrderedConsumer._caught_up``, asked only of a connected server (asked
+        while disconnected, the question would wait out its own timeout)."""
+        oc = self._oc
+        return bool(oc._js._client.is_connected and oc._caught_up())
 
     def _reset_left_nothing(self) -> bool:
         """After a reset: does the new consumer have nothing more to deliver?"""
@@ -228,13 +261,7 @@ class Watcher(Generic[T]):
         self._stopped = True
         self._ready.clear()
         self._it.stop()
-        oc = self._oc
-        threading.Thread(
-            target=oc._delete_quietly,
-            args=(oc.name,),
-            name=f"jsclient-{self._area}-unwatch-{oc.name}",
-            daemon=True,
-        ).start()
+        delete_later(self._oc, self._area, "unwatch")
 
     @property
     def stopped(self) -> bool:

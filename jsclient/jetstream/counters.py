@@ -6,7 +6,8 @@ the delta to the subject's last value and store ``{"val":"<digits>"}``; the
 PubAck carries the new total in ``val``. Values are decimal strings of any
 size on the wire and Python ints here. Reading one counter is a get of the
 subject's last message; reading many (wildcards allowed) is one ordered
-consumer delivering the last message per subject, read in bounded pulls.
+consumer delivering the last message per subject, read in pulls bounded in
+messages and bytes, and in time (see :mod:`jsclient.jetstream._scan`).
 """
 
 from __future__ import annotations
@@ -82,17 +83,23 @@ class Counters:
             ) from None
         return value_of_body(msg.data or b"", f"the last message on {subject}")
 
-    def get_many(self, *subjects: str) -> dict[str, int]:
+    def get_many(self, *subjects: str, timeout: float | None = None) -> dict[str, int]:
         """The values of every counter the subjects match (wildcards allowed; none
         given: every counter of the stream), by subject. Subjects with no value
-        are left out."""
+        are left out. TimeoutError when no value comes for ``timeout`` seconds
+        (default: the JetStream context's timeout), e.g. while the server is away."""
         filters = list(dict.fromkeys(subjects)) or [">"]
         for f in filters:
             if not isinstance(f, str) or not f:
                 raise ValueError(f"a counter subject must be a non-empty string, got {f!r}")
         out: dict[str, int] = {}
         for msg, _seq, _pending, _ts in scan(
-            self._js, self._stream.name, filters, DeliverPolicy.LAST_PER_SUBJECT, name="counters"
+            self._js,
+            self._stream.name,
+            filters,
+            DeliverPolicy.LAST_PER_SUBJECT,
+            name="counters",
+            timeout=timeout,
         ):
             out[msg.subject] = value_of_body(msg.data, f"the last message on {msg.subject}")
         return out

@@ -7,7 +7,9 @@ with ``resume_from_revision``). It never repeats or skips a revision, across
 resets, reconnects and server restarts, and gives one ``None`` once every
 revision that matched when the watch began has been handed out (see
 :mod:`jsclient.jetstream._watcher`, which it shares with the Object store).
-Memory is bounded by one pull batch whatever the bucket holds.
+Memory is bounded whatever the bucket holds: at most :data:`BATCH` entries and
+``max_buffered_bytes`` (8 MiB by default) of them are read ahead of what was
+handed out (``tests/integration/test_scan_bounds.py``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class KeyWatcher(Watcher[KeyValueEntry]):
         updates_only: bool,
         resume_from_revision: int | None,
         cb: Callable[[KeyValueEntry | None], Any] | None,
+        max_buffered_bytes: int | None = None,
     ) -> None:
         self._pre_len = len(key_prefix)
         self._ignore_deletes = ignore_deletes
@@ -64,6 +67,7 @@ class KeyWatcher(Watcher[KeyValueEntry]):
             resume_from=resume_from_revision,
             headers_only=meta_only,
             cb=cb,
+            max_buffered_bytes=max_buffered_bytes,
         )
 
     def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:

@@ -249,9 +249,18 @@ class KeyValue:
     # -- scans -----------------------------------------------------------------
 
     def _scan(
-        self, filters: list[str], deliver_policy: DeliverPolicy, headers_only: bool
+        self,
+        filters: list[str],
+        deliver_policy: DeliverPolicy,
+        headers_only: bool,
+        timeout: float | None = None,
+        max_buffered_bytes: int | None = None,
     ) -> Iterator[tuple[Msg, int, int, int]]:
-        """What the filters match now: (message, revision, pending, time in ns)."""
+        """What the filters match now: (message, revision, pending, time in ns).
+
+        TimeoutError when no message comes for ``timeout`` seconds (default: the
+        JetStream context's timeout), e.g. while the server is away; at most
+        ``max_buffered_bytes`` (8 MiB by default) are read ahead (issue 32)."""
         return scan(
             self._js,
             self._stream_name,
@@ -259,28 +268,43 @@ class KeyValue:
             deliver_policy,
             headers_only=headers_only,
             name="kv",
+            timeout=timeout,
+            max_buffered_bytes=max_buffered_bytes,
         )
 
-    def keys(self, *filters: str) -> list[str]:
+    def keys(
+        self, *filters: str, timeout: float | None = None, max_buffered_bytes: int | None = None
+    ) -> list[str]:
         """Keys holding a value (deleted and purged ones left out); ``[]`` when none.
 
         ``filters`` are key wildcards (``"cfg.*"``, ``"app.>"``); default all keys.
+        TimeoutError when no key comes for ``timeout`` seconds (default: the
+        JetStream context's timeout); see :meth:`_scan`.
         """
         pats = [check_filter(f) for f in filters] or [">"]
         n = len(self._pre)
         out: list[str] = []
         append = out.append
-        for msg, _rev, _pending, _ts in self._scan(pats, DeliverPolicy.LAST_PER_SUBJECT, True):
+        for msg, _rev, _pending, _ts in self._scan(
+            pats, DeliverPolicy.LAST_PER_SUBJECT, True, timeout, max_buffered_bytes
+        ):
             if operation_of(msg._hdr) == PUT:
                 append(msg.subject[n:])
         return out
 
-    def history(self, key: str) -> list[KeyValueEntry]:
-        """Every stored revision of the key, oldest first; KeyNotFoundError when none."""
+    def history(
+        self, key: str, *, timeout: float | None = None, max_buffered_bytes: int | None = None
+    ) -> list[KeyValueEntry]:
+        """Every stored revision of the key, oldest first; KeyNotFoundError when none.
+
+        TimeoutError when no revision comes for ``timeout`` seconds (default: the
+        JetStream context's timeout); see :meth:`_scan`."""
         check_key(key)
         out = [
             self._entry(m, rev, pending, ts)
-            for m, rev, pending, ts in self._scan([key], DeliverPolicy.ALL, False)
+            for m, rev, pending, ts in self._scan(
+                [key], DeliverPolicy.ALL, False, timeout, max_buffered_bytes
+            )
         ]
         if not out:
             raise errors.KeyNotFoundError()
@@ -297,14 +321,18 @@ class KeyValue:
             operation_of(msg._hdr),
         )
 
-    def purge_deletes(self, *, older_than: float = 1800.0) -> int:
+    def purge_deletes(self, *, older_than: float = 1800.0, timeout: float | None = None) -> int:
         """Remove delete and purge markers older than ``older_than`` seconds, with the
         key's earlier revisions; younger markers stay, alone. ``older_than <= 0``
-        removes every marker. Returns how many markers were removed."""
+        removes every marker. Returns how many markers were removed. The scan for
+        markers raises TimeoutError when no key comes for ``timeout`` seconds
+        (default: the JetStream context's timeout); see :meth:`_scan`."""
         cutoff = datetime.now(UTC).timestamp() - older_than if older_than > 0 else None
         markers = [
             self._entry(m, rev, pending, ts)
-            for m, rev, pending, ts in self._scan([">"], DeliverPolicy.LAST_PER_SUBJECT, True)
+            for m, rev, pending, ts in self._scan(
+                [">"], DeliverPolicy.LAST_PER_SUBJECT, True, timeout
+            )
             if operation_of(m.raw_headers) != PUT
         ]
         removed = 0
@@ -334,8 +362,12 @@ class KeyValue:
         updates_only: bool = False,
         resume_from_revision: int | None = None,
         cb: Callable[[KeyValueEntry | None], Any] | None = None,
+        max_buffered_bytes: int | None = None,
     ) -> KeyWatcher:
-        """Watch keys matching ``keys`` (a wildcard or a list of them); see KeyWatcher."""
+        """Watch keys matching ``keys`` (a wildcard or a list of them); see KeyWatcher.
+
+        At most ``max_buffered_bytes`` (8 MiB by default) of values are read
+        ahead of what was handed out."""
         pats = [keys] if isinstance(keys, str) else list(keys)
         if not pats:
             raise errors.InvalidKeyError("nats: watch needs at least one key filter")
@@ -360,6 +392,7 @@ class KeyValue:
             updates_only=updates_only,
             resume_from_revision=resume_from_revision,
             cb=cb,
+            max_buffered_bytes=max_buffered_bytes,
         )
 
     def watch_all(self, **options: Any) -> KeyWatcher:

@@ -1,8 +1,14 @@
 """Reading an object: :class:`ObjectReader`, a binary file object over its chunks.
 
 The chunks (``$O.<bucket>.C.<nuid>``) are read in order through an ordered
-consumer, pulled a bounded number at a time, so memory holds a few chunks
-whatever the object's size. The ordered consumer is pull-based: the server's
+consumer, pulled a bounded number at a time and at most ``max_buffered_bytes``
+(8 MiB by default) ahead of what was read -- a byte bound the server keeps,
+whatever the meta says the chunk size is -- so memory holds a few chunks
+whatever the object's size. A read is one-shot: when no chunk comes for the
+stall timeout (the JetStream context's timeout by default; ``obs.get(name,
+timeout=...)``) it raises :class:`~jsclient.errors.TimeoutError`, and so does
+every later read (issue 32, ``tests/integration/test_scan_bounds.py``); a server
+restart shorter than that is ridden out. The ordered consumer is pull-based: the server's
 push flow control does not apply to it (there is nothing to answer, and no
 reader can stall waiting for a flow-control reply); the pull's idle
 heartbeats are what reveal a lost consumer, which the ordered consumer then
@@ -19,12 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from jsclient import errors
 from jsclient.api import DeliverPolicy, ObjectInfo
+from jsclient.jetstream._scan import bounded_messages, buffer_limit, delete_later
 from jsclient.jetstream.obj._config import DEFAULT_CHUNK_SIZE
 from jsclient.jetstream.obj._meta import digest_bytes
 
@@ -33,22 +39,20 @@ if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
     from jsclient.jetstream.ordered import OrderedConsumer
 
-#: Bytes of chunks a reader lets the server send ahead of what was read.
+#: Bytes of chunks a reader lets the server send ahead of what was read (default).
 WINDOW_BYTES = 8 * 1024 * 1024
-#: The longest wait for the next chunk before a read gives up (TimeoutError).
-CHUNK_TIMEOUT = 30.0
 #: A reader left alone this long loses its server-side consumer; the ordered
 #: consumer makes a new one (after the last chunk read) when reading resumes.
 INACTIVE_THRESHOLD = 60.0
 
 
-def window_messages(info: ObjectInfo) -> int:
-    """How many chunks to pull at a time: :data:`WINDOW_BYTES` of the largest chunk size."""
+def window_messages(info: ObjectInfo, window: int = WINDOW_BYTES) -> int:
+    """How many chunks to pull at a time: ``window`` bytes of the largest chunk size."""
     size = int(info.size or 0)
     chunks = int(info.chunks or 0)
     largest = info.options.max_chunk_size if info.options is not None else None
     per = max(int(largest or 0), -(-size // chunks) if chunks else 0) or DEFAULT_CHUNK_SIZE
-    return max(2, min(1000, WINDOW_BYTES // per))
+    return max(2, min(1000, window // per))
 
 
 class ObjectReader(io.RawIOBase):
@@ -58,7 +62,16 @@ class ObjectReader(io.RawIOBase):
     target's). Close it (or use ``with``) to let the server forget the read.
     """
 
-    def __init__(self, js: Context, stream: str, subject: str, info: ObjectInfo) -> None:
+    def __init__(
+        self,
+        js: Context,
+        stream: str,
+        subject: str,
+        info: ObjectInfo,
+        *,
+        timeout: float | None = None,
+        max_buffered_bytes: int | None = None,
+    ) -> None:
         super().__init__()
         # First: close() (also from the finalizer of a reader whose making failed) reads them.
         self._oc: OrderedConsumer | None = None
@@ -67,6 +80,10 @@ class ObjectReader(io.RawIOBase):
         self._pos = 0
         self.info = info
         self._js = js
+        self._stall = js._timeout if timeout is None else timeout
+        if not self._stall > 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        self._max_bytes = buffer_limit(js, max_buffered_bytes)
         self._stream = stream
         self._subject = subject
         self._size = int(info.size or 0)
@@ -104,14 +121,13 @@ class ObjectReader(io.RawIOBase):
             self._finish()  # no chunk stored: a size mismatch, unless the object is empty
             return
         try:
-            self._it = oc.messages(
-                max_messages=window_messages(self.info),
-                expires=30.0,
-                heartbeat=5.0,
-                err_on_missing_heartbeat=False,
-            )
+            window = window_messages(self.info, self._max_bytes)
+            self._it = bounded_messages(oc, window, self._max_bytes)
         except errors.Error as exc:
             self._fail(exc)
+        except BaseException:
+            self._release()
+            raise
 
     def _next_chunk(self) -> bytes | None:
         """The next chunk's bytes, checked; None at the end."""
@@ -127,11 +143,11 @@ class ObjectReader(io.RawIOBase):
         oc = self._oc
         assert it is not None and oc is not None
         try:
-            msg = it.next(CHUNK_TIMEOUT)
+            msg = it.next(self._stall)
         except errors.TimeoutError:
             self._fail(
                 errors.TimeoutError(
-                    f"nats: no chunk of object {self.info.name!r} came in {CHUNK_TIMEOUT:g} s"
+                    f"nats: no chunk of object {self.info.name!r} came in {self._stall:g} s"
                 )
             )
         except errors.Error as exc:
@@ -179,15 +195,7 @@ class ObjectReader(io.RawIOBase):
         if it is not None:
             it.stop()
         if oc is not None:
-            try:
-                threading.Thread(
-                    target=oc._delete_quietly,
-                    args=(oc.name,),
-                    name=f"jsclient-obj-cleanup-{oc.name}",
-                    daemon=True,
-                ).start()
-            except RuntimeError:  # interpreter shutdown: the consumer expires by itself
-                pass
+            delete_later(oc, "obj")
 
     def _fill(self) -> int:
         """Bytes left in the current chunk, after moving to the next if it was used up;

@@ -5,6 +5,7 @@ It reads the meta subjects (``$O.<bucket>.M.>``) through an ordered consumer,
 as the Key-Value watcher reads keys (:mod:`jsclient.jetstream._watcher`): the
 latest meta of each object, one ``None`` once those present at the start are
 out, then every change. Each item's ``mtime`` is when its meta was stored.
+At most ``max_buffered_bytes`` (8 MiB by default) of metas are read ahead.
 A meta message that is not an object's meta is reported to the connection's
 error callback (``BadObjectMetaError``) and left out.
 """
@@ -48,6 +49,7 @@ class ObjectWatcher(Watcher[ObjectInfo]):
         include_history: bool,
         updates_only: bool,
         cb: Callable[[ObjectInfo | None], Any] | None,
+        max_buffered_bytes: int | None = None,
     ) -> None:
         self._ignore_deletes = ignore_deletes
         self._js = js
@@ -61,6 +63,7 @@ class ObjectWatcher(Watcher[ObjectInfo]):
             resume_from=None,
             headers_only=False,
             cb=cb,
+            max_buffered_bytes=max_buffered_bytes,
         )
 
     def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:

@@ -44,7 +44,7 @@ from jsclient.jetstream.obj._meta import (
     now_rfc3339,
     parse_meta,
 )
-from jsclient.jetstream.obj._reader import CHUNK_TIMEOUT, ObjectReader
+from jsclient.jetstream.obj._reader import ObjectReader
 from jsclient.jetstream.obj._watch import ObjectWatcher
 from jsclient.jetstream.stream import Stream
 
@@ -287,9 +287,14 @@ class ObjectStore:
 
     # -- get -----------------------------------------------------------------------
 
-    def get(self, name: str) -> ObjectReader:
+    def get(
+        self, name: str, *, timeout: float | None = None, max_buffered_bytes: int | None = None
+    ) -> ObjectReader:
         """The object as a binary file object (see :class:`ObjectReader`).
 
+        A read raises TimeoutError when no chunk comes for ``timeout`` seconds
+        (default: the JetStream context's timeout), e.g. while the server is
+        away; at most ``max_buffered_bytes`` (8 MiB by default) are read ahead.
         A link is followed (to its target, in this bucket or another);
         LinkIsABucketError for a link to a whole bucket, NoLinkToLinkError for a
         link whose target is a link. ObjectNotFoundError when there is no object.
@@ -311,19 +316,30 @@ class ObjectStore:
                 )
         if not info.nuid:
             raise errors.BadObjectMetaError(f"nats: the meta of {info.name!r} has no nuid")
-        return ObjectReader(self._js, store._stream_name, store._chunk_pre + info.nuid, info)
+        return ObjectReader(
+            self._js,
+            store._stream_name,
+            store._chunk_pre + info.nuid,
+            info,
+            timeout=timeout,
+            max_buffered_bytes=max_buffered_bytes,
+        )
 
-    def get_bytes(self, name: str) -> bytes:
-        """The whole object in memory (checked as :meth:`get` checks it)."""
-        with self.get(name) as r:
+    def get_bytes(self, name: str, *, timeout: float | None = None) -> bytes:
+        """The whole object in memory (checked as :meth:`get` checks it; ``timeout``
+        as there)."""
+        with self.get(name, timeout=timeout) as r:
             return r.readall()
 
-    def get_file(self, name: str, path: str | os.PathLike[str]) -> ObjectInfo:
+    def get_file(
+        self, name: str, path: str | os.PathLike[str], *, timeout: float | None = None
+    ) -> ObjectInfo:
         """Write the object into the file at ``path`` (replaced), chunk by chunk.
 
-        A failed read removes the file; returns the object's info.
+        A failed read removes the file; returns the object's info. ``timeout``
+        as in :meth:`get`.
         """
-        with self.get(name) as r:
+        with self.get(name, timeout=timeout) as r:
             try:
                 with open(path, "wb") as f:
                     write = f.write
@@ -448,9 +464,11 @@ class ObjectStore:
         include_history: bool = False,
         updates_only: bool = False,
         cb: Callable[[ObjectInfo | None], Any] | None = None,
+        max_buffered_bytes: int | None = None,
     ) -> ObjectWatcher:
         """Watch the bucket's objects (see :class:`ObjectWatcher`): the info of each,
-        one ``None`` once those present at the start are out, then every change."""
+        one ``None`` once those present at the start are out, then every change.
+        At most ``max_buffered_bytes`` (8 MiB by default) are read ahead."""
         if include_history and updates_only:
             raise ValueError("include_history and updates_only cannot be combined")
         return ObjectWatcher(
@@ -461,14 +479,20 @@ class ObjectStore:
             include_history=include_history,
             updates_only=updates_only,
             cb=cb,
+            max_buffered_bytes=max_buffered_bytes,
         )
 
-    def list(self, *, ignore_deletes: bool = True) -> list[ObjectInfo]:
+    def list(
+        self, *, ignore_deletes: bool = True, timeout: float | None = None
+    ) -> list[ObjectInfo]:
         """The info of every object (deleted ones too with ``ignore_deletes=False``),
-        in the order they were last written; ``[]`` when there is none."""
+        in the order they were last written; ``[]`` when there is none.
+        TimeoutError when no info comes for ``timeout`` seconds (default: the
+        JetStream context's timeout), e.g. while the server is away."""
+        stall = self._js._timeout if timeout is None else timeout
         out: list[ObjectInfo] = []
         with self.watch(ignore_deletes=ignore_deletes) as w:
-            while (info := w.next(timeout=CHUNK_TIMEOUT)) is not None:
+            while (info := w.next(timeout=stall)) is not None:
                 out.append(info)
         return out
 
