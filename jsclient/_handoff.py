@@ -29,7 +29,7 @@ from functools import partial
 from itertools import islice
 from typing import Any
 
-__all__ = ["wait_into"]
+__all__ = ["take", "wait_into"]
 
 _NEVER = object()  # no queue holds it: the iterator ends only by islice or Empty
 
@@ -37,5 +37,20 @@ _NEVER = object()  # no queue holds it: the iterator ends only by islice or Empt
 def wait_into(q: queue.SimpleQueue[Any], into: deque[Any], timeout: float | None) -> None:
     """Wait up to ``timeout`` seconds (None: without a limit) for the next item of
     ``q`` and append it to ``into`` in the same C call; ``queue.Empty`` when none
-    came. Callers try ``q.get_nowait()`` first: it does not wait."""
+    came. :func:`take` tries ``q.get_nowait()`` first: that does not wait."""
     into.extend(islice(iter(partial(q.get, True, timeout), _NEVER), 1))
+
+
+def take(q: queue.SimpleQueue[Any], held: deque[Any], timeout: float | None) -> Any:
+    """The next item: what an interrupted wait left in ``held``, else the next of
+    ``q``, waiting up to ``timeout`` seconds (None: without a limit, 0 or less:
+    not at all) by :func:`wait_into`; ``queue.Empty`` when none came."""
+    if held:
+        return held.popleft()
+    try:
+        return q.get_nowait()
+    except queue.Empty:
+        if timeout is not None and timeout <= 0:
+            raise
+    wait_into(q, held, timeout)
+    return held.popleft()

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
-from jsclient._handoff import wait_into
+from jsclient._handoff import take
 from jsclient._threads import log
 from jsclient._threads import remaining as _remaining
 from jsclient.msg import Msg
@@ -131,7 +131,7 @@ class Subscription(SubState):
         """Consumer side: the next message, or raise queue.Empty / the close reason.
 
         A blocking wait moves what it got into ``_held`` in the same C call
-        (:func:`~jsclient._handoff.wait_into`), so an interrupt delivered as
+        (:func:`~jsclient._handoff.take`), so an interrupt delivered as
         the wait returns leaves the batch there for the next call.
         """
         local = self._local
@@ -148,16 +148,7 @@ class Subscription(SubState):
                 # exactly while a batch sits in the local deque.
                 self._took(1, len(msg.data))
                 return msg
-            if held:
-                item = held.popleft()
-            else:
-                try:
-                    item = self._q.get_nowait()
-                except queue.Empty:
-                    if timeout is not None and timeout <= 0:
-                        raise
-                    wait_into(self._q, held, timeout)
-                    continue
+            item = take(self._q, held, timeout)
             if type(item) is tuple:
                 local.extend(item[0])
                 continue

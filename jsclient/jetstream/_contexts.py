@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from jsclient import errors
 from jsclient._core import Core
-from jsclient._handoff import wait_into
+from jsclient._handoff import take as take_raw
 from jsclient._threads import Flag, log
 from jsclient.jetstream._fetch import ErrorCallback, wait_read
 from jsclient.jetstream._pull_engine import (
@@ -214,7 +214,6 @@ class MessagesContext:
         if self._closed:
             raise errors.MsgIteratorClosedError()
         inbox = self._q
-        get_nowait = inbox.get_nowait
         local = inbox.local
         process = self._source.process
         deadline = None if timeout is None else _mono() + timeout
@@ -225,17 +224,13 @@ class MessagesContext:
                 if local:
                     item = local.popleft()
                 else:
+                    if deadline is not None:
+                        wait = min(WAIT_SLICE, deadline - _mono())
                     try:
-                        item = get_nowait()
+                        item = take(inbox, wait)  # interrupt-safe: see _handoff
                     except queue.Empty:
-                        if deadline is not None:
-                            wait = min(WAIT_SLICE, deadline - _mono())
-                            if wait <= 0:
-                                raise errors.TimeoutError() from None
-                        try:
-                            wait_into(inbox, local, wait)  # interrupt-safe: see _handoff
-                        except queue.Empty:
-                            pass
+                        if deadline is not None and wait <= 0:
+                            raise errors.TimeoutError() from None
                         continue
                 if item.__class__ is tuple and item[0].__class__ is list:
                     local.extend(item[0])  # a batch the reader routed
@@ -268,17 +263,10 @@ class MessagesContext:
         try:
             inbox = self._q
             local = inbox.local  # what an interrupted wait took (see _handoff)
-            if local:
-                item = local.popleft()
-            else:
-                try:
-                    item = inbox.get_nowait()
-                except queue.Empty:
-                    try:
-                        wait_into(inbox, local, timeout)
-                    except queue.Empty:
-                        raise errors.TimeoutError() from None
-                    item = local.popleft()
+            try:
+                item = take_raw(inbox, local, timeout)  # a whole batch: see _handoff
+            except queue.Empty:
+                raise errors.TimeoutError() from None
             if item is STOP or self._stopped:
                 self._close()
                 raise errors.MsgIteratorClosedError()

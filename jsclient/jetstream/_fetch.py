@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
-from jsclient._handoff import wait_into
+from jsclient._handoff import take
 from jsclient._threads import TimerHandle
 from jsclient.jetstream._pull_engine import (
     EXPIRY_GUARD,
@@ -187,20 +187,14 @@ class FetchBatch:
         self._reading += 1
         try:
             while True:
-                if held:
-                    item = held.popleft()
-                else:
-                    try:
-                        item = q.get_nowait()
-                    except queue.Empty:
-                        try:
-                            wait_into(q, held, WAIT_SLICE)  # interrupt-safe: see _handoff
-                        except queue.Empty:
-                            if self._engine.client.is_closed:
-                                self._end(errors.ConnectionClosedError())
-                            elif _mono() > self._deadline + WAIT_SLICE:
-                                self._end(None)  # the timer thread is gone or late
-                        continue
+                try:
+                    item = take(q, held, WAIT_SLICE)  # interrupt-safe: see _handoff
+                except queue.Empty:
+                    if self._engine.client.is_closed:
+                        self._end(errors.ConnectionClosedError())
+                    elif _mono() > self._deadline + WAIT_SLICE:
+                        self._end(None)  # the timer thread is gone or late
+                    continue
                 if item is _END:
                     self._done = True
                     self._engine.client._drainables.discard(self)

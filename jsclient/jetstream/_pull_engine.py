@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
-from jsclient._handoff import wait_into
+from jsclient._handoff import take as take_next
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
@@ -101,14 +101,7 @@ def take(inbox: Inbox, timeout: float) -> Any:
     up to ``timeout`` seconds (``queue.Empty`` then)."""
     local = inbox.local
     while True:
-        if local:
-            item = local.popleft()
-        else:
-            try:
-                item = inbox.get_nowait()
-            except queue.Empty:
-                wait_into(inbox, local, timeout)  # interrupt-safe: see _handoff
-                continue
+        item = take_next(inbox, local, timeout)  # interrupt-safe: see _handoff
         if item.__class__ is tuple and item[0].__class__ is list:
             local.extend(item[0])
             continue
