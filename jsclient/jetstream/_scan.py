@@ -83,12 +83,7 @@ def bounded_messages(
         max_messages // 2,
         max_bytes // 2,
     )
-    make = oc._source_factory(opts)
-    try:
-        return MessagesContext(oc._js._client, make, None)
-    except BaseException:
-        oc._release()
-        raise
+    return oc._open_messages(opts, None)
 
 
 def scan(

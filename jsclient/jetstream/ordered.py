@@ -399,6 +399,11 @@ class OrderedConsumer:
             None,
             err_on_missing_heartbeat,
         )
+        return self._open_messages(opts, error_cb)
+
+    def _open_messages(self, opts: PullOptions, error_cb: ErrorCallback | None) -> MessagesContext:
+        """A ``messages()`` iterator over pulls of ``opts`` (the library's
+        readers choose their own, see ``_scan.bounded_messages``)."""
         make = self._source_factory(opts)
         try:
             return MessagesContext(self._js._client, make, error_cb)
