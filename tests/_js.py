@@ -8,6 +8,8 @@ after could see fewer. Acked publishes remove that race.
 
 from __future__ import annotations
 
+import ctypes
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -50,3 +52,10 @@ def eventually(cond: Callable[[], Any], timeout: float = 10.0, what: str = "the 
     if value is None:
         pytest.fail(f"timed out after {timeout} s waiting for {what}")
     return value
+
+
+def raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
+    """Raise ``exc`` in ``thread`` from outside, as a KeyboardInterrupt reaches
+    the main thread (delivered as the thread next runs Python code)."""
+    assert thread.ident is not None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exc))

@@ -12,7 +12,6 @@ that data out (nothing lost) and that the connection still works.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 import time
@@ -20,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _js import eventually, wait_for
+from _js import eventually, raise_in, wait_for
 
 import jsclient
 from jsclient import errors
@@ -29,11 +28,6 @@ from jsclient.jetstream._window import Window
 
 class Interrupt(Exception):
     """Raised into a thread from outside, as KeyboardInterrupt is."""
-
-
-def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
-    assert thread.ident is not None
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exc))
 
 
 class Blocked:
@@ -70,7 +64,7 @@ class Blocked:
         time.sleep(0.1)  # into the C call that waits
 
     def interrupt(self) -> None:
-        _raise_in(self.thread, Interrupt)
+        raise_in(self.thread, Interrupt)
 
     def finish(self, timeout: float = 10.0) -> None:
         assert self.done.wait(timeout), "the interrupted call did not return"
@@ -251,7 +245,7 @@ def test_window_lock_survives_interrupts_anywhere_in_a_wait() -> None:
     t.start()
     assert entered.wait(5)
     for _ in range(300):
-        _raise_in(t, Interrupt)
+        raise_in(t, Interrupt)
         time.sleep(0.001)
     stop.set()
     t.join(10)
@@ -296,3 +290,21 @@ def test_connection_works_after_interrupts(nc: jsclient.Client, js: Any) -> None
     assert interrupts > 0
     assert wait_for(lambda: nc.is_connected)
     assert nc.request("$JS.API.INFO", b"", timeout=5).data
+
+
+def test_publisher_publish_async_waiting_for_queue_room(js: Any) -> None:
+    """The managed publisher's queue is full (no runner yet): the waiting
+    publish takes the interrupt; what was queued is all published later."""
+    pub = jsclient.Publisher(js, max_queued=5, stall_wait=30.0)
+    flights = [pub.publish_async("int.pub", b"%d" % i) for i in range(5)]
+    b = Blocked(lambda: pub.publish_async("int.pub", b"late"))
+    _interrupted_while(b, ("wait_below", "_wait_for_room"), lambda: None)
+    assert isinstance(b.error, Interrupt)
+    assert pub.queued == 5
+    pub.start()
+    try:
+        acks = [f.result(10).publish_ack_future.result(10) for f in flights]
+        assert [a.seq for a in acks] == [1, 2, 3, 4, 5]
+        assert pub.publish_async("int.pub", b"after").result(10).publish_ack_future.result(10)
+    finally:
+        pub.drain(timeout=10)

@@ -16,7 +16,6 @@ Each test pins one defect the core once had (and must not have again):
 
 from __future__ import annotations
 
-import ctypes
 import random
 import signal
 import sys
@@ -25,6 +24,7 @@ import time
 from typing import Any
 
 import pytest
+from _js import raise_in
 
 import jsclient
 from jsbench.faults import FaultProxy
@@ -36,11 +36,6 @@ from jsclient.server import NatsServer
 
 class Interrupt(Exception):
     """Raised into a thread from outside, as KeyboardInterrupt is."""
-
-
-def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
-    assert thread.ident is not None
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exc))
 
 
 class _Target:
@@ -82,7 +77,7 @@ class _Target:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.0002)
-        _raise_in(self.thread, Interrupt)
+        raise_in(self.thread, Interrupt)
         return self.handled.acquire(timeout=wait)
 
     def join(self) -> None:
