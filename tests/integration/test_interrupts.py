@@ -37,15 +37,19 @@ class Blocked:
         self.result: Any = None
         self.error: BaseException | None = None
         self.done = threading.Event()
+        self.interrupted = False
         self._call = call
         self.thread = threading.Thread(target=self._run, name="blocked-caller", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         try:
-            self.result = self._call()
-        except BaseException as exc:
-            self.error = exc
+            try:
+                self.result = self._call()
+            except BaseException as exc:
+                self.error = exc
+        except Interrupt:
+            pass  # a second one (see finish) that came as the first was handled
         finally:
             self.done.set()
 
@@ -65,9 +69,17 @@ class Blocked:
 
     def interrupt(self) -> None:
         raise_in(self.thread, Interrupt)
+        self.interrupted = True
 
     def finish(self, timeout: float = 10.0) -> None:
-        assert self.done.wait(timeout), "the interrupted call did not return"
+        """Wait for the call to return. CPython drops an interrupt that lands in
+        a garbage-collector callback (hypothesis installs one in a full run) as
+        "unraisable": a call still waiting a second later gets another."""
+        deadline = time.monotonic() + timeout
+        while not self.done.wait(1.0):
+            assert time.monotonic() < deadline, "the interrupted call did not return"
+            if self.interrupted:
+                raise_in(self.thread, Interrupt)
         self.thread.join(timeout)
 
 
