@@ -377,9 +377,22 @@ def test_ack_timeouts_while_disconnected_are_retried(nats_server: NatsServer, nc
     _acks(futs, timeout=1)
     retried = rec.of("retrying")
     assert len(retried) >= 5 and {f.id for f in retried} == {f.result().id for f in futs}
-    # the ack timeouts themselves were retried (counted as a disconnect)
-    assert all(isinstance(e, errors.PublishDisconnectedError) for e in rec.retry_errors)
-    assert {"while disconnected" in str(e) for e in rec.retry_errors} == {True}
+    # the ack timeouts themselves were retried, counted as a disconnect: each
+    # flight's first retry; once reconnected, a server still recovering its
+    # stream may answer 503 or more slowly than wait_timeout (a busy machine)
+    first: dict[int, BaseException | None] = {}
+    for flight, exc in zip(retried, rec.retry_errors, strict=True):
+        first.setdefault(flight.id, exc)
+    assert len(first) == 5
+    assert all(
+        isinstance(e, errors.PublishDisconnectedError) and "while disconnected" in str(e)
+        for e in first.values()
+    ), first
+    assert all(
+        isinstance(e, (errors.PublishDisconnectedError, errors.NoStreamResponseError))
+        or type(e) is errors.TimeoutError
+        for e in rec.retry_errors
+    ), rec.retry_errors
     assert all(f.result().attempts >= 2 for f in futs)
     # each attempt was buffered and sent on reconnect; Nats-Msg-Id kept one copy
     assert js.stream("F").info().state.messages == 5
