@@ -10,9 +10,10 @@
 #
 # The jobs after lint run in two lanes side by side (most tests wait on a
 # server or a timeout, so two lanes keep the machine's two cores busy): lane 1
-# runs the two full suites, lane 2 the benchmark smoke run and the wheel test;
-# then both lanes take the other Pythons from one queue, whichever is free
-# first, so that neither lane idles while the other has work. Each job writes
+# runs the full suite with the speedups, lane 2 the pure-Python one, the
+# benchmark smoke run and the wheel test; then both lanes take the other
+# Pythons from one queue, whichever is free first, so that neither lane idles
+# while the other has work. Each job writes
 # its own log under $JSCLIENT_TEST_LOGS (default: a temporary folder); a
 # failed job's log is printed at the end.
 set -euo pipefail
@@ -117,11 +118,11 @@ other_pythons() {
 
 lane1() {
     job "pytest-c" suite c
-    job "pytest-python" suite python
     other_pythons
 }
 
 lane2() {
+    job "pytest-python" suite python
     job "benchmarks-smoke" python -m pytest -q benchmarks --benchmark-disable
     job "wheel-$(python -c 'import platform; print(platform.python_version())')" \
         python -m pytest -q -m wheel tests/packaging
