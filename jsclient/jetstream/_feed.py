@@ -298,13 +298,11 @@ class Feed:
         if self.bytes_mode:
             if max_bytes <= 0:
                 return
-            # A message cap beside max_bytes (library readers: KV, objects, issue 32)
-            # asks for what is left of it; a user's max_bytes pull for "many".
-            batch = (
-                BYTES_MODE_BATCH if self.opts.max_messages >= BYTES_MODE_BATCH else max(batch, 1)
-            )
+            batch = BYTES_MODE_BATCH
         elif batch <= 0:
             return
+        else:
+            max_bytes = self.opts.pull_bytes  # 0, or a reader's bound (PullOptions)
         token = next(self.engine.tokens)
         self.last_token = token
         self.open.append((batch, max_bytes))

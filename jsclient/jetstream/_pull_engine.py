@@ -172,6 +172,11 @@ class PullOptions:
     threshold_bytes: int
     prio: Priority | None = None
     err_on_missing_heartbeat: bool = False
+    #: Pulls by messages (``max_bytes`` 0) that each carry this ``max_bytes``
+    #: too (the library's readers): with the threshold at half of
+    #: ``max_messages`` at most two pulls are open, so at most twice this is
+    #: buffered, and the next pull is on its way before the last one ends.
+    pull_bytes: int = 0
 
 
 def positive_int(name: str, value: object) -> int:

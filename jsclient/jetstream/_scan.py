@@ -55,14 +55,15 @@ _mono = time.monotonic
 
 
 def buffer_limit(js: Context, max_buffered_bytes: int | None) -> int:
-    """The ``max_bytes`` of a reader's pulls: ``max_buffered_bytes`` (default
-    :data:`MAX_BUFFERED_BYTES`), raised to one message of the largest size the
-    server accepts (a pull whose ``max_bytes`` is below a message's size never
-    gets that message)."""
+    """What a reader buffers at most: ``max_buffered_bytes`` (default
+    :data:`MAX_BUFFERED_BYTES`), raised to two messages of the largest size the
+    server accepts (each of its two open pulls carries half of it, and a pull
+    whose ``max_bytes`` is below a message's size never gets that message)."""
     limit = MAX_BUFFERED_BYTES if max_buffered_bytes is None else max_buffered_bytes
     positive_int("max_buffered_bytes", limit)
     largest = int(getattr(js._client, "max_payload", 0) or 0)
-    return max(limit, largest + _MSG_OVERHEAD) if largest else limit
+    # Two pulls of half of it each (see bounded_messages).
+    return max(limit, 2 * (largest + _MSG_OVERHEAD)) if largest else limit
 
 
 def bounded_messages(
@@ -73,15 +74,22 @@ def bounded_messages(
     expires: float = 30.0,
     heartbeat: float = 5.0,
 ) -> MessagesContext:
-    """``oc.messages()`` with pulls bounded by ``max_messages`` and ``max_bytes``
-    together (``messages()`` takes one or the other), no missed-heartbeat errors."""
+    """``oc.messages()`` buffering at most ``max_messages`` and ``max_bytes``
+    (``messages()`` bounds one or the other), no missed-heartbeat errors.
+
+    Pulls are counted in messages with the threshold at half, so the next pull
+    goes out while the last is still delivering (as ``messages()`` does), and
+    each carries half of ``max_bytes``: at most two are open, so at most
+    ``max_bytes`` is buffered (``PullOptions.pull_bytes``).
+    """
     opts = PullOptions(
         positive_int("max_messages", max_messages),
-        positive_int("max_bytes", max_bytes),
+        0,
         expires,
         heartbeat,
-        max_messages // 2,
-        max_bytes // 2,
+        max(1, max_messages // 2),
+        0,
+        pull_bytes=max(1, positive_int("max_bytes", max_bytes) // 2),
     )
     return oc._open_messages(opts, None)
 

@@ -121,7 +121,9 @@ class ObjectReader(io.RawIOBase):
             self._finish()  # no chunk stored: a size mismatch, unless the object is empty
             return
         try:
-            window = window_messages(self.info, self._max_bytes)
+            # Chunks for half the bound per pull: two pulls are open at a time
+            # (see bounded_messages), each within its bytes when the meta is right.
+            window = window_messages(self.info, self._max_bytes // 2)
             self._it = bounded_messages(oc, window, self._max_bytes)
         except errors.Error as exc:
             self._fail(exc)
