@@ -18,10 +18,11 @@ answering -- it raises :class:`~jsclient.errors.TimeoutError` (issue 32,
 is ridden out: the ordered consumer resumes after the last message read.
 
 Memory: what the server may send ahead of the reader is bounded by messages
-*and* bytes (issue 32): every pull asks for at most ``max_messages`` and
-``max_bytes`` (ADR-37), and the next pull only when what was asked for is
-half read, so at most ``max_buffered_bytes`` (8 MiB by default) of messages are
-buffered per reader, whatever the values' sizes.
+*and* bytes (issue 32): pulls are counted in messages, the next one asked for
+when half of what was asked for is read, and each carries half of
+``max_buffered_bytes`` (8 MiB by default) as its ``max_bytes``, so at most two
+are open and at most that many bytes are buffered per reader, whatever the
+values' sizes (:func:`bounded_messages`).
 """
 
 from __future__ import annotations
