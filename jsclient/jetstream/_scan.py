@@ -27,10 +27,9 @@ values' sizes (:func:`bounded_messages`).
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jsclient import errors
 from jsclient.api import DeliverPolicy
@@ -159,14 +158,6 @@ def scan(
         delete_later(oc, name)
 
 
-def delete_later(oc: Any, what: str, action: str = "cleanup") -> None:
+def delete_later(oc: OrderedConsumer, what: str, action: str = "cleanup") -> None:
     """Delete a read's consumer off the caller's path (``jsclient-<what>-<action>-…``)."""
-    try:
-        threading.Thread(
-            target=oc._delete_quietly,
-            args=(oc.name,),
-            name=f"jsclient-{what}-{action}-{oc.name}",
-            daemon=True,
-        ).start()
-    except RuntimeError:  # interpreter shutdown: the consumer expires by itself
-        pass
+    oc._delete_in_background(oc.name, f"jsclient-{what}-{action}-{oc.name}")

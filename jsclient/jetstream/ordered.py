@@ -211,13 +211,18 @@ class OrderedConsumer:
             self._needs_reset = False
         if old is not None:
             old.close()
-            threading.Thread(
-                target=self._delete_quietly,
-                args=(old.name,),
-                name=f"jsclient-ordered-delete-{old.name}",
-                daemon=True,
-            ).start()
+            self._delete_in_background(old.name, f"jsclient-ordered-delete-{old.name}")
         return engine
+
+    def _delete_in_background(self, name: str, thread_name: str) -> None:
+        """Delete the server-side consumer ``name`` on a daemon thread of its own,
+        off the caller's path (if that fails, the consumer expires by itself)."""
+        try:
+            threading.Thread(
+                target=self._delete_quietly, args=(name,), name=thread_name, daemon=True
+            ).start()
+        except RuntimeError:  # interpreter shutdown
+            pass
 
     def _delete_quietly(self, name: str) -> None:
         try:

@@ -17,13 +17,12 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from _js import eventually
 
-import jsclient
 from jsclient import errors
 from jsclient.api import DeliverPolicy
 from jsclient.client import Client
@@ -43,18 +42,9 @@ SLACK = 2.5 * MiB
 
 
 @pytest.fixture
-def client(nats_server: NatsServer) -> Iterator[Client]:
-    """A client that keeps trying to reconnect (so a killed server leaves it open)."""
-    nc = jsclient.connect(nats_server.url, reconnect_wait=0.1, max_reconnect_attempts=-1)
-    try:
-        yield nc
-    finally:
-        nc.close()
-
-
-@pytest.fixture
-def js(client: Client) -> JetStream:
-    return client.jetstream(timeout=TIMEOUT, publish_async_stall_wait=30.0)
+def js(nc: Client) -> JetStream:
+    # nc (conftest) reconnects without end: a killed server leaves it open.
+    return nc.jetstream(timeout=TIMEOUT, publish_async_stall_wait=30.0)
 
 
 def _rss() -> int:
@@ -296,9 +286,7 @@ def test_history_scan_buffers_at_most_8_mib(js: JetStream) -> None:
     assert kv.keys() == ["k"]
 
 
-def test_object_read_ignores_a_meta_that_understates_chunk_sizes(
-    client: Client, js: JetStream
-) -> None:
+def test_object_read_ignores_a_meta_that_understates_chunk_sizes(js: JetStream) -> None:
     # The meta claims tiny chunks, so a window sized from it would be 1000 chunks:
     # the server-side byte bound still holds the read to 8 MiB ahead.
     obs = js.create_object_store(bucket="liar", storage="memory")
