@@ -22,7 +22,7 @@ import pytest
 
 import jsclient
 from jsclient import errors
-from jsclient.jetstream.publisher import Publisher
+from jsclient.jetstream.publish.publisher import Publisher
 
 STREAM = "BENCHPUB"
 SUBJECT = "benchpub.x"

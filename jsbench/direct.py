@@ -36,7 +36,7 @@ from jsbench.result import Result
 
 DIR_STREAM, DIR_FILTER = "BDIR", "bdir.>"
 #: Messages per request in the nats-py column: jsclient's page
-#: (``jsclient.jetstream._direct.PAGE_MSGS``), so both send the same requests.
+#: (``jsclient.jetstream.manage.direct.PAGE_MSGS``), so both send the same requests.
 PAGE = 10_000
 
 

@@ -13,7 +13,7 @@ from jsclient import api, errors
 from jsclient._version import __version__
 from jsclient.client import Client
 from jsclient.connection import Options
-from jsclient.jetstream.publisher import Flight, Publisher, PublisherListener, RetryConfig
+from jsclient.jetstream.publish.publisher import Flight, Publisher, PublisherListener, RetryConfig
 from jsclient.msg import Msg, MsgMetadata, SequencePair
 from jsclient.subscription import Subscription
 

@@ -14,7 +14,7 @@ from jsbench.result import peak_rss
 from jsclient import errors
 from jsclient.client import Client
 from jsclient.jetstream.context import JetStream
-from jsclient.jetstream.publisher import Flight, PublisherListener
+from jsclient.jetstream.publish.publisher import Flight, PublisherListener
 from jsclient.server import NatsCluster, NatsServer
 
 Figures = dict[str, Any]

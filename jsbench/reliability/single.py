@@ -22,7 +22,7 @@ from jsbench.reliability._common import (
 )
 from jsclient import errors
 from jsclient.jetstream.context import JetStream
-from jsclient.jetstream.publisher import Publisher, RetryConfig
+from jsclient.jetstream.publish.publisher import Publisher, RetryConfig
 from jsclient.msg import Msg
 from jsclient.server import NatsServer
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from jsclient.jetstream.consumer import Consumer
+    from jsclient.jetstream.consume.consumer import Consumer
     from jsclient.jetstream.context import JetStream
     from jsclient.jetstream.kv import KeyValue, KeyValueEntry, KeyValueStatus, KeyWatcher
+    from jsclient.jetstream.manage.stream import Stream
     from jsclient.jetstream.obj import ObjectReader, ObjectStore, ObjectStoreStatus, ObjectWatcher
-    from jsclient.jetstream.stream import Stream
 
 __all__ = [
     "Consumer",
@@ -30,8 +30,8 @@ __all__ = [
 
 _WHERE = {
     "JetStream": "jsclient.jetstream.context",
-    "Stream": "jsclient.jetstream.stream",
-    "Consumer": "jsclient.jetstream.consumer",
+    "Stream": "jsclient.jetstream.manage.stream",
+    "Consumer": "jsclient.jetstream.consume.consumer",
     "KeyValue": "jsclient.jetstream.kv",
     "KeyValueEntry": "jsclient.jetstream.kv",
     "KeyValueStatus": "jsclient.jetstream.kv",

@@ -3,7 +3,7 @@
 Every management call is one request to ``<prefix>.<API subject>`` with a JSON
 body; the answer is decoded into nats-py's data model (``nats.js.api``) or
 raised as the typed error for its ``error`` object. ``publish_async`` is
-:mod:`jsclient.jetstream._async_pub`.
+:mod:`jsclient.jetstream.publish.async_pub`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,6 @@ from nats.nuid import NUID
 
 from jsclient import errors
 from jsclient.api import AccountInfo, ConsumerInfo, DeliverPolicy, PubAck, StreamInfo
-from jsclient.jetstream._async_pub import AsyncPublisher
-from jsclient.jetstream._consumer_admin import ConsumerAdmin
-from jsclient.jetstream._messages import MessagesManager
-from jsclient.jetstream._names import (
-    ConsumerConfigLike,
-    StreamConfigLike,
-    check_consumer_name,
-    check_stream_name,
-    consumer_config,
-    stream_config,
-)
 from jsclient.jetstream._wire import (
     PUBLISH_RETRY_WAIT,
     decode_api,
@@ -38,17 +27,28 @@ from jsclient.jetstream._wire import (
     pub_headers,
     status_reply_error,
 )
-from jsclient.jetstream.consumer import Consumer
+from jsclient.jetstream.consume.consumer import Consumer
 from jsclient.jetstream.kv._manage import KeyValueManager
+from jsclient.jetstream.manage.consumer_admin import ConsumerAdmin
+from jsclient.jetstream.manage.names import (
+    ConsumerConfigLike,
+    StreamConfigLike,
+    check_consumer_name,
+    check_stream_name,
+    consumer_config,
+    stream_config,
+)
+from jsclient.jetstream.manage.stream import Stream
 from jsclient.jetstream.obj._manage import ObjectStoreManager
-from jsclient.jetstream.stream import Stream
+from jsclient.jetstream.publish.async_pub import AsyncPublisher
+from jsclient.jetstream.publish.features import MessagesManager
 from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:
     from jsclient._core import Core
-    from jsclient.jetstream.ordered import OrderedConsumer
-    from jsclient.jetstream.pull_subscription import PullSubscription
-    from jsclient.jetstream.push import JsSubscription
+    from jsclient.jetstream.consume.ordered import OrderedConsumer
+    from jsclient.jetstream.subscribe.pull import PullSubscription
+    from jsclient.jetstream.subscribe.push import JsSubscription
     from jsclient.msg import Msg
     from jsclient.protocol.headers import HeadersIn
 
@@ -63,8 +63,8 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
     :mod:`jsclient.jetstream.kv`); object stores: ``create_object_store``,
     ``object_store`` and the rest (see :mod:`jsclient.jetstream.obj`).
     Schedules, counters and batch publish of servers 2.11-2.14: see
-    :mod:`jsclient.jetstream._messages`. Consumer pause, resume, unpin and
-    reset: see :mod:`jsclient.jetstream._consumer_admin`.
+    :mod:`jsclient.jetstream.publish.features`. Consumer pause, resume, unpin and
+    reset: see :mod:`jsclient.jetstream.manage.consumer_admin`.
 
     ``domain`` addresses another JetStream domain (API prefix ``$JS.<domain>.API``);
     ``timeout`` bounds every API request and the default ``publish`` wait.
@@ -275,8 +275,8 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
         self._api_request(f"CONSUMER.DELETE.{stream}.{name}")
 
     def ordered_consumer(self, stream: str, **options: Any) -> OrderedConsumer:
-        """An ordered consumer on ``stream`` (see :mod:`jsclient.jetstream.ordered`)."""
-        from jsclient.jetstream.ordered import OrderedConsumer
+        """An ordered consumer on ``stream`` (see :mod:`jsclient.jetstream.consume.ordered`)."""
+        from jsclient.jetstream.consume.ordered import OrderedConsumer
 
         return OrderedConsumer(self, stream, **options)
 
@@ -300,7 +300,7 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
         ephemeral consumer is made, and deleted again by ``unsubscribe()`` or
         ``drain()``. A refusal raises a :class:`~jsclient.errors.SubscribeError`.
         """
-        from jsclient.jetstream.pull_subscription import pull_subscribe
+        from jsclient.jetstream.subscribe.pull import pull_subscribe
 
         return pull_subscribe(
             self, subject, durable, stream=stream, config=config, inbox_prefix=inbox_prefix
@@ -310,7 +310,7 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
         self, stream: str, durable: str, *, inbox_prefix: str | None = None
     ) -> PullSubscription:
         """A pull subscription to an existing pull consumer, with no lookups."""
-        from jsclient.jetstream.pull_subscription import pull_subscribe_bind
+        from jsclient.jetstream.subscribe.pull import pull_subscribe_bind
 
         return pull_subscribe_bind(self, stream, durable, inbox_prefix=inbox_prefix)
 
@@ -345,9 +345,9 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
         durable. ``ordered_consumer`` reads the stream in order through an
         ephemeral consumer that is remade on gaps. Heartbeat alarms, gaps and
         error statuses of a callback subscription go to ``error_cb`` (default:
-        the connection's). See :mod:`jsclient.jetstream.push`.
+        the connection's). See :mod:`jsclient.jetstream.subscribe.push`.
         """
-        from jsclient.jetstream._push_subscribe import subscribe
+        from jsclient.jetstream.subscribe.push_setup import subscribe
 
         return subscribe(
             self,

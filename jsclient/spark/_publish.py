@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from jsclient import _impl, errors
-from jsclient.jetstream._window import Window
 from jsclient.jetstream._wire import parse_pub_ack, pub_headers, status_reply_error
+from jsclient.jetstream.publish.window import Window
 from jsclient.protocol.headers import encode as encode_headers
 
 __all__ = ["FAILED", "LOST", "OK", "PENDING", "Ack", "AckWindow", "header_block"]

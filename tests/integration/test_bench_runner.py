@@ -99,7 +99,7 @@ def test_consume_stream_is_filled_once_and_reused(nats_server: NatsServer) -> No
 
 def test_direct_get_batch_columns_read_exactly_the_range(nats_server: NatsServer) -> None:
     from jsbench import direct
-    from jsclient.jetstream import _direct
+    from jsclient.jetstream.manage import direct as _direct
 
     assert direct.PAGE == _direct.PAGE_MSGS  # both columns send the same requests
     url, n = nats_server.url, 250

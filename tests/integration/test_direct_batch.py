@@ -14,7 +14,7 @@ from jsclient import errors
 from jsclient.api import RawStreamMsg, StreamInfo
 from jsclient.client import Client
 from jsclient.jetstream import JetStream, _direct
-from jsclient.jetstream.stream import Stream
+from jsclient.jetstream.manage.stream import Stream
 from jsclient.protocol import commands
 
 

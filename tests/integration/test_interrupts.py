@@ -23,7 +23,7 @@ from _js import eventually, raise_in, wait_for
 
 import jsclient
 from jsclient import errors
-from jsclient.jetstream._window import Window
+from jsclient.jetstream.publish.window import Window
 
 
 class Interrupt(Exception):

@@ -14,7 +14,7 @@ import pytest
 from _js import eventually, publish_stored
 
 import jsclient
-from jsclient.jetstream._keepalive import interval_for
+from jsclient.jetstream.consume.keepalive import interval_for
 from jsclient.jetstream.context import JetStream
 
 WORK = 2.5  # seconds per message, well past ack_wait
@@ -28,7 +28,7 @@ def js(nc: jsclient.Client) -> JetStream:
     return js
 
 
-def _consumer(js: JetStream, name: str) -> jsclient.jetstream.consumer.Consumer:
+def _consumer(js: JetStream, name: str) -> jsclient.jetstream.consume.consumer.Consumer:
     return js.create_consumer("KA", durable_name=name, ack_policy="explicit", ack_wait=ACK_WAIT)
 
 

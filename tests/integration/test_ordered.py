@@ -10,8 +10,8 @@ from _js import publish_stored, wait_for
 
 import jsclient
 from jsclient import errors
+from jsclient.jetstream.consume.ordered import OrderedConsumer, OrderedConsumerBusyError
 from jsclient.jetstream.context import JetStream
-from jsclient.jetstream.ordered import OrderedConsumer, OrderedConsumerBusyError
 from jsclient.server import NatsServer
 
 

@@ -16,7 +16,7 @@ from _js import eventually, publish_stored
 import jsclient
 from jsclient import errors
 from jsclient.api import ConsumerConfig, ConsumerInfo, PriorityGroupState, PriorityPolicy
-from jsclient.jetstream.consumer import Consumer
+from jsclient.jetstream.consume.consumer import Consumer
 from jsclient.jetstream.context import JetStream
 from jsclient.msg import Msg
 from jsclient.server import NatsServer

@@ -1,4 +1,4 @@
-"""The managed publisher (jsclient.jetstream.publisher) against a real server.
+"""The managed publisher (jsclient.jetstream.publish.publisher) against a real server.
 
 Runners on user threads, an executor and start(); hold/refill seen through the
 listener; per-flight timeouts with the server down; retries across a restart
@@ -19,7 +19,7 @@ from jsclient import errors
 from jsclient.api import PubAck
 from jsclient.client import Client
 from jsclient.jetstream import JetStream
-from jsclient.jetstream.publisher import (
+from jsclient.jetstream.publish.publisher import (
     Flight,
     Publisher,
     PublisherClosedError,

@@ -1,4 +1,4 @@
-"""The managed publisher (jsclient.jetstream.publisher) under what users do to it.
+"""The managed publisher (jsclient.jetstream.publish.publisher) under what users do to it.
 
 Each test pins a defect of issue 38:
 
@@ -31,7 +31,7 @@ from _js import eventually, raise_in, wait_for
 from jsclient import errors
 from jsclient.client import Client
 from jsclient.jetstream import JetStream
-from jsclient.jetstream.publisher import (
+from jsclient.jetstream.publish.publisher import (
     Flight,
     Publisher,
     PublisherClosedError,

@@ -12,7 +12,7 @@ from _js import publish_stored, wait_for
 import jsclient
 from jsclient import errors
 from jsclient.api import ConsumerInfo
-from jsclient.jetstream.consumer import Consumer
+from jsclient.jetstream.consume.consumer import Consumer
 from jsclient.jetstream.context import JetStream
 from jsclient.server import NatsServer
 

@@ -11,7 +11,7 @@ from _js import publish_stored, wait_for
 
 import jsclient
 from jsclient import errors
-from jsclient.jetstream._fetch import FetchBatch
+from jsclient.jetstream.consume.fetch import FetchBatch
 from jsclient.jetstream.context import JetStream
 from jsclient.msg import ACK_NONE_POLICY
 from jsclient.server import NatsServer

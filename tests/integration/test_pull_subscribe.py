@@ -26,7 +26,7 @@ import jsclient
 from jsclient import errors
 from jsclient.api import ConsumerConfig
 from jsclient.jetstream.context import JetStream
-from jsclient.jetstream.pull_subscription import PullSubscription, expires_for
+from jsclient.jetstream.subscribe.pull import PullSubscription, expires_for
 from jsclient.msg import Msg
 from jsclient.protocol import commands
 from jsclient.server import NatsServer

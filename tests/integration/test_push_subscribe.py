@@ -24,7 +24,7 @@ from _js import eventually, publish_stored
 import jsclient
 from jsclient import errors
 from jsclient.jetstream.context import JetStream
-from jsclient.jetstream.push import JsSubscription
+from jsclient.jetstream.subscribe.push import JsSubscription
 from jsclient.msg import Msg
 from jsclient.protocol import commands
 from jsclient.server import NatsServer

@@ -141,7 +141,7 @@ def test_kv_scan_times_out_when_the_server_dies_mid_scan(
 def test_counters_get_many_times_out_when_the_server_dies_mid_scan(
     nats_server: NatsServer, js: JetStream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import jsclient.jetstream.counters as counters_mod
+    import jsclient.jetstream.publish.counters as counters_mod
 
     js.create_stream(name="CTR", subjects=["ctr.>"], storage="memory", allow_msg_counter=True)
     _published(js, [(f"ctr.{i}", b"") for i in range(5000)], headers={"Nats-Incr": "+1"})
@@ -328,7 +328,7 @@ def test_max_buffered_bytes_option(js: JetStream) -> None:
 def test_watcher_whose_messages_fail_deletes_its_consumer(
     js: JetStream, monkeypatch: pytest.MonkeyPatch, store: str
 ) -> None:
-    from jsclient.jetstream._contexts import MessagesContext
+    from jsclient.jetstream.consume.contexts import MessagesContext
 
     if store == "kv":
         kv = js.create_key_value(bucket="leak", storage="memory")

@@ -8,8 +8,8 @@ import pytest
 
 from jsclient import errors
 from jsclient.jetstream._wire import pub_headers, ttl_value
-from jsclient.jetstream.counters import parse_value, value_of_body
-from jsclient.jetstream.schedule import at_value, cron_value, every_value, schedule_headers
+from jsclient.jetstream.publish.counters import parse_value, value_of_body
+from jsclient.jetstream.publish.schedule import at_value, cron_value, every_value, schedule_headers
 
 
 @pytest.mark.parametrize(

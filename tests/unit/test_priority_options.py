@@ -16,9 +16,9 @@ import pytest
 
 import jsclient._api_consumer as ac
 from jsclient import api, errors
-from jsclient.jetstream import _consumer_admin as admin
-from jsclient.jetstream import _names
-from jsclient.jetstream._priority import Priority, priority_options
+from jsclient.jetstream.consume.priority import Priority, priority_options
+from jsclient.jetstream.manage import consumer_admin as admin
+from jsclient.jetstream.manage import names as _names
 
 
 def _info(groups: list[str] | None = None, policy: str | None = None) -> Any:
@@ -99,13 +99,13 @@ def test_valid_group_names() -> None:
 def test_every_decoder_uses_the_extended_classes() -> None:
     for module in (
         "jsclient.jetstream.context",
-        "jsclient.jetstream.consumer",
-        "jsclient.jetstream.stream",
-        "jsclient.jetstream.ordered",
-        "jsclient.jetstream.pull_subscription",
-        "jsclient.jetstream.push",
-        "jsclient.jetstream._subscribe",
-        "jsclient.jetstream._consumer_admin",
+        "jsclient.jetstream.consume.consumer",
+        "jsclient.jetstream.manage.stream",
+        "jsclient.jetstream.consume.ordered",
+        "jsclient.jetstream.subscribe.pull",
+        "jsclient.jetstream.subscribe.push",
+        "jsclient.jetstream.subscribe.workflow",
+        "jsclient.jetstream.manage.consumer_admin",
     ):
         mod = importlib.import_module(module)
         if hasattr(mod, "ConsumerInfo"):

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from jsclient import errors
-from jsclient.jetstream import _feed as fd
-from jsclient.jetstream import _pull_engine as pe
-from jsclient.jetstream._feed import Feed
-from jsclient.jetstream._priority import Priority
+from jsclient.jetstream.consume import engine as pe
+from jsclient.jetstream.consume import feed as fd
+from jsclient.jetstream.consume.feed import Feed
+from jsclient.jetstream.consume.priority import Priority
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 

@@ -1,4 +1,4 @@
-"""The async publish paths' one flow-control window (``jsclient.jetstream._window``)."""
+"""The async publish paths' one flow-control window (``jsclient.jetstream.publish.window``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from jsclient.jetstream._window import Window
+from jsclient.jetstream.publish.window import Window
 
 
 class _Owner:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
-from jsclient.jetstream._names import check_consumer_name, check_stream_name
+from jsclient.jetstream.manage.names import check_consumer_name, check_stream_name
 from jsclient.msg import Msg
 from jsclient.protocol import commands
 

@@ -53,11 +53,11 @@ from django.db import close_old_connections, connections, reset_queries
 from jsclient import errors
 from jsclient.contrib.django.connection import get_connection, get_jetstream
 from jsclient.contrib.django.consumers import ConsumerSpec
-from jsclient.jetstream._keepalive import KeepAlive
-from jsclient.jetstream._keepalive import resolve as keepalive_interval
-from jsclient.jetstream.consumer import Consumer
+from jsclient.jetstream.consume.consumer import Consumer
+from jsclient.jetstream.consume.keepalive import KeepAlive
+from jsclient.jetstream.consume.keepalive import resolve as keepalive_interval
+from jsclient.jetstream.consume.pull import ConsumeContext
 from jsclient.jetstream.context import JetStream
-from jsclient.jetstream.pull import ConsumeContext
 from jsclient.msg import Msg
 
 log = logging.getLogger("jsclient.contrib.django.worker")

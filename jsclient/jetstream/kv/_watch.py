@@ -6,7 +6,7 @@ watched keys: the latest revision of each (every revision with
 with ``resume_from_revision``). It never repeats or skips a revision, across
 resets, reconnects and server restarts, and gives one ``None`` once every
 revision that matched when the watch began has been handed out (see
-:mod:`jsclient.jetstream._watcher`, which it shares with the Object store).
+:mod:`jsclient.jetstream.read.watcher`, which it shares with the Object store).
 Memory is bounded whatever the bucket holds: at most :data:`BATCH` entries and
 ``max_buffered_bytes`` (8 MiB by default) of them are read ahead of what was
 handed out (``tests/integration/test_scan_bounds.py``).
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from jsclient.jetstream._watcher import BATCH, Watcher
 from jsclient.jetstream.kv._entry import PUT, KeyValueEntry, operation_of
+from jsclient.jetstream.read.watcher import BATCH, Watcher
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context

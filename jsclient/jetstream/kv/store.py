@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
 from jsclient.api import DeliverPolicy, StreamInfo
-from jsclient.jetstream._scan import scan
 from jsclient.jetstream._wire import EXPECTED_LAST_SUBJECT_SEQ, TTL, ttl_value
 from jsclient.jetstream.kv._config import STREAM_PREFIX, KeyValueStatus, check_filter, check_key
 from jsclient.jetstream.kv._entry import (
@@ -33,7 +32,8 @@ from jsclient.jetstream.kv._entry import (
     operation_of,
 )
 from jsclient.jetstream.kv._watch import KeyWatcher
-from jsclient.jetstream.stream import Stream
+from jsclient.jetstream.manage.stream import Stream
+from jsclient.jetstream.read.scan import scan
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context

@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from jsclient import errors
 from jsclient.api import DeliverPolicy, ObjectInfo
-from jsclient.jetstream._scan import bounded_messages, buffer_limit, delete_later
 from jsclient.jetstream.obj._config import DEFAULT_CHUNK_SIZE
 from jsclient.jetstream.obj._meta import digest_bytes
+from jsclient.jetstream.read.scan import bounded_messages, buffer_limit, delete_later
 
 if TYPE_CHECKING:
-    from jsclient.jetstream._contexts import MessagesContext
     from jsclient.jetstream._ctx import Context
-    from jsclient.jetstream.ordered import OrderedConsumer
+    from jsclient.jetstream.consume.contexts import MessagesContext
+    from jsclient.jetstream.consume.ordered import OrderedConsumer
 
 #: Bytes of chunks a reader lets the server send ahead of what was read (default).
 WINDOW_BYTES = 8 * 1024 * 1024

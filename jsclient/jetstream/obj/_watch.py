@@ -2,7 +2,7 @@
 of :class:`~jsclient.api.ObjectInfo`.
 
 It reads the meta subjects (``$O.<bucket>.M.>``) through an ordered consumer,
-as the Key-Value watcher reads keys (:mod:`jsclient.jetstream._watcher`): the
+as the Key-Value watcher reads keys (:mod:`jsclient.jetstream.read.watcher`): the
 latest meta of each object, one ``None`` once those present at the start are
 out, then every change. Each item's ``mtime`` is when its meta was stored.
 At most ``max_buffered_bytes`` (8 MiB by default) of metas are read ahead.
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import ObjectInfo
-from jsclient.jetstream._watcher import Watcher
 from jsclient.jetstream.obj._meta import format_ns, parse_meta
+from jsclient.jetstream.read.watcher import Watcher
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context

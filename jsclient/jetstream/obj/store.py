@@ -29,6 +29,7 @@ from jsclient import _impl, errors
 from jsclient._threads import log
 from jsclient.api import ObjectInfo, ObjectLink, ObjectMeta, PubAck, StreamInfo
 from jsclient.jetstream._wire import EXPECTED_LAST_SUBJECT_SEQ
+from jsclient.jetstream.manage.stream import Stream
 from jsclient.jetstream.obj._config import (
     DEFAULT_CHUNK_SIZE,
     STREAM_PREFIX,
@@ -46,7 +47,6 @@ from jsclient.jetstream.obj._meta import (
 )
 from jsclient.jetstream.obj._reader import ObjectReader
 from jsclient.jetstream.obj._watch import ObjectWatcher
-from jsclient.jetstream.stream import Stream
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context

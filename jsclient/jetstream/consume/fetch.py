@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from jsclient import errors
 from jsclient._handoff import take
 from jsclient._threads import TimerHandle
-from jsclient.jetstream._pull_engine import (
+from jsclient.jetstream.consume.engine import (
     EXPIRY_GUARD,
     FLOW_CONTROL,
     HEARTBEAT,
@@ -27,7 +27,7 @@ from jsclient.jetstream._pull_engine import (
 from jsclient.msg import Msg
 
 if TYPE_CHECKING:
-    from jsclient.jetstream._priority import Priority
+    from jsclient.jetstream.consume.priority import Priority
 
 ErrorCallback = Callable[[BaseException], Any]
 _mono = time.monotonic

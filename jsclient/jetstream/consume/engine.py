@@ -10,14 +10,14 @@ later one.
 
 Two kinds of session share this machinery:
 
-- ``FetchBatch`` (in :mod:`jsclient.jetstream._fetch`; ``fetch``, ``fetch_bytes``,
+- ``FetchBatch`` (in :mod:`jsclient.jetstream.consume.fetch`; ``fetch``, ``fetch_bytes``,
   ``fetch_no_wait``, ``next``): one pull. Its small state machine runs on the
   reader thread (count, compare, queue put); the caller iterates the messages
   off a ``SimpleQueue``. Fetches borrow an idle inbox from the consumer's pool,
   so a steady stream of fetches costs no SUB/UNSUB, and concurrent fetches on
   one consumer instance each get an inbox of their own (user messages carry no
   token, so a shared inbox could not keep them apart).
-- ``Feed`` (in :mod:`jsclient.jetstream._feed`; ``consume``, ``messages``):
+- ``Feed`` (in :mod:`jsclient.jetstream.consume.feed`; ``consume``, ``messages``):
   continuous pulling on a dedicated inbox. The reader thread runs no code of
   its own per message: it queues what it routed from one read as one batch (see
   :class:`Inbox`); the consuming thread (the consume dispatcher, or the caller
@@ -46,7 +46,7 @@ from jsclient.msg import ACK_NONE_POLICY, Msg
 if TYPE_CHECKING:
     from jsclient._core import Core
     from jsclient.jetstream._ctx import Context
-    from jsclient.jetstream._priority import Priority
+    from jsclient.jetstream.consume.priority import Priority
 
 _status = _impl.status
 _status_of = _status.status_of

@@ -2,7 +2,7 @@
 
 A :class:`PullSubscription` owns one wildcard inbox subscription
 (``<inbox>.*``) and sends its pull requests through the one pull engine
-(:mod:`jsclient.jetstream._pull_engine`): each request has its own reply
+(:mod:`jsclient.jetstream.consume.engine`): each request has its own reply
 token, and statuses are read through the engine's status table.
 
 ``fetch(batch, timeout)``:
@@ -61,9 +61,7 @@ from typing import TYPE_CHECKING
 
 from jsclient import errors
 from jsclient.api import ConsumerInfo
-from jsclient.jetstream import _subscribe as wf
-from jsclient.jetstream._priority import Priority, priority_options
-from jsclient.jetstream._pull_engine import (
+from jsclient.jetstream.consume.engine import (
     FLOW_CONTROL,
     HEARTBEAT,
     RESET,
@@ -73,12 +71,14 @@ from jsclient.jetstream._pull_engine import (
     positive_int,
     pull_status,
 )
+from jsclient.jetstream.consume.priority import Priority, priority_options
+from jsclient.jetstream.subscribe import workflow as wf
 from jsclient.msg import Msg
 from jsclient.subscription import Subscription, _Ended
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
-    from jsclient.jetstream._names import ConsumerConfigLike
+    from jsclient.jetstream.manage.names import ConsumerConfigLike
 
 __all__ = ["PullSubscription", "expires_for", "pull_subscribe"]
 

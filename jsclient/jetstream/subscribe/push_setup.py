@@ -1,5 +1,5 @@
 """``js.subscribe(...)``: the ADR-15 subscribe workflow that makes a
-:class:`~jsclient.jetstream.push.JsSubscription` (plain, queue group, or ordered)."""
+:class:`~jsclient.jetstream.subscribe.push.JsSubscription` (plain, queue group, or ordered)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from jsclient.jetstream import _subscribe as wf
+from jsclient.jetstream.subscribe import workflow as wf
 from jsclient.msg import Msg
 from jsclient.subscription import Subscription
 
 if TYPE_CHECKING:
     from jsclient._core import Core
     from jsclient.jetstream._ctx import Context
-    from jsclient.jetstream._names import ConsumerConfigLike
-from jsclient.jetstream.push import (
+    from jsclient.jetstream.manage.names import ConsumerConfigLike
+from jsclient.jetstream.subscribe.push import (
     DEFAULT_HEARTBEAT,
     DELETE_POLICIES,
     ORDERED_ACK_WAIT,

@@ -14,14 +14,14 @@ from jsclient import errors
 from jsclient._core import Core
 from jsclient._handoff import take as take_raw
 from jsclient._threads import Flag, log
-from jsclient.jetstream._fetch import ErrorCallback, wait_read
-from jsclient.jetstream._pull_engine import (
+from jsclient.jetstream.consume.engine import (
     STOP,
     WAIT_SLICE,
     Inbox,
     Terminal,
     take,
 )
+from jsclient.jetstream.consume.fetch import ErrorCallback, wait_read
 from jsclient.msg import Msg
 
 _mono = time.monotonic

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import PubAck
-from jsclient.jetstream._window import WAIT_SLICE
 from jsclient.jetstream._wire import TTL, ttl_value
+from jsclient.jetstream.publish.window import WAIT_SLICE
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context

@@ -1,7 +1,7 @@
 """Pull consuming for ADR-37 consumers: fetch, fetch_bytes, fetch_no_wait, next, consume, messages.
 
 :class:`PullConsumerMixin` gives a consumer class these operations on top of
-the pull engine in :mod:`jsclient.jetstream._pull_engine`. The class provides
+the pull engine in :mod:`jsclient.jetstream.consume.engine`. The class provides
 ``_js`` (the JetStream context), ``stream_name``, ``name`` and ``_cached_info``.
 
 Threads: ``consume`` runs the callback on a dispatcher thread of its own
@@ -16,7 +16,7 @@ share the consumer's messages as the server hands them out.
 
 Priority groups (ADR-42): every operation takes ``group``, ``min_pending``,
 ``min_ack_pending`` and ``priority``, checked against the consumer's cached
-info before anything is sent (see :mod:`jsclient.jetstream._priority`). One
+info before anything is sent (see :mod:`jsclient.jetstream.consume.priority`). One
 consumer instance is one client of a ``pinned_client`` group: its pulls share
 the pin id the server gave it.
 """
@@ -27,9 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
-from jsclient.jetstream._feed import Feed
-from jsclient.jetstream._priority import Priority, priority_options
-from jsclient.jetstream._pull_engine import (
+from jsclient.jetstream.consume.engine import (
     BYTES_MODE_BATCH,
     Engine,
     Inbox,
@@ -39,19 +37,21 @@ from jsclient.jetstream._pull_engine import (
     fetch_heartbeat,
     positive_int,
 )
+from jsclient.jetstream.consume.feed import Feed
+from jsclient.jetstream.consume.priority import Priority, priority_options
 from jsclient.msg import Msg
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
-from jsclient.jetstream._contexts import (
+from jsclient.jetstream.consume.contexts import (
     ConsumeContext,
     MessagesContext,
     Source,
     SourceFactory,
 )
-from jsclient.jetstream._fetch import ErrorCallback, FetchBatch
-from jsclient.jetstream._keepalive import KeepAlive, KeptAliveInbox, KeptAliveMessages
-from jsclient.jetstream._keepalive import resolve as keepalive_interval
+from jsclient.jetstream.consume.fetch import ErrorCallback, FetchBatch
+from jsclient.jetstream.consume.keepalive import KeepAlive, KeptAliveInbox, KeptAliveMessages
+from jsclient.jetstream.consume.keepalive import resolve as keepalive_interval
 
 __all__ = [
     "ConsumeContext",
@@ -218,7 +218,7 @@ class PullConsumerMixin:
         ``+WPI`` (``msg.in_progress()``) every third of the consumer's
         ``ack_wait`` for each message from its arrival in the buffer until the
         callback returns; a number sets that interval (seconds). See
-        :mod:`jsclient.jetstream._keepalive`.
+        :mod:`jsclient.jetstream.consume.keepalive`.
         """
         if not callable(callback):
             raise TypeError("callback must be callable")

@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING
 
 from jsclient import errors
 from jsclient.api import DeliverPolicy
-from jsclient.jetstream._contexts import MessagesContext
-from jsclient.jetstream._pull_engine import PullOptions, positive_int
+from jsclient.jetstream.consume.contexts import MessagesContext
+from jsclient.jetstream.consume.engine import PullOptions, positive_int
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
-    from jsclient.jetstream.ordered import OrderedConsumer
+    from jsclient.jetstream.consume.ordered import OrderedConsumer
     from jsclient.msg import Msg
 
 #: Messages per pull: enough to keep the server busy, small enough to bound memory.

@@ -44,13 +44,13 @@ from jsclient import errors
 from jsclient._future import LazyFuture, completion_lock
 from jsclient._threads import TimerHandle
 from jsclient.api import PubAck
-from jsclient.jetstream._window import Window
 from jsclient.jetstream._wire import (
     PUBLISH_RETRY_WAIT,
     may_resend,
     parse_pub_ack,
     status_reply_error,
 )
+from jsclient.jetstream.publish.window import Window
 
 if TYPE_CHECKING:
     from jsclient._core import Core

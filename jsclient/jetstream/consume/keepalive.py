@@ -32,9 +32,9 @@ from typing import Any
 from jsclient import errors
 from jsclient._core import Core
 from jsclient._threads import TimerHandle, log
-from jsclient.jetstream._contexts import MessagesContext, SourceFactory
-from jsclient.jetstream._fetch import ErrorCallback
-from jsclient.jetstream._pull_engine import Inbox
+from jsclient.jetstream.consume.contexts import MessagesContext, SourceFactory
+from jsclient.jetstream.consume.engine import Inbox
+from jsclient.jetstream.consume.fetch import ErrorCallback
 from jsclient.msg import ACK_NOT_YET, Msg
 
 _mono = time.monotonic

@@ -1,6 +1,6 @@
 """The managed publisher's data: Flight, RetryConfig, the listener, its errors.
 
-Split from :mod:`jsclient.jetstream.publisher` (which re-exports the public
+Split from :mod:`jsclient.jetstream.publish.publisher` (which re-exports the public
 names) so that both modules stay small; nothing here starts a thread.
 """
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import threading
     from collections import deque
 
-    from jsclient.jetstream._window import Window
+    from jsclient.jetstream.publish.window import Window
     from jsclient.protocol.headers import HeadersIn
 
 __all__ = [
@@ -158,7 +158,7 @@ class RetryConfig:
 
 
 class _Owner(Protocol):
-    """What a flight reads of its publisher (:class:`~jsclient.jetstream.publisher.Publisher`)."""
+    """What a flight reads of its publisher (:class:`~.publisher.Publisher`)."""
 
     _id_base: str  # <id_prefix>-<nuid>, or <nuid>
     _window: Window  # the publish paths' one window (its resume mark is refill_allowed_at)

@@ -1,6 +1,6 @@
 """Continuous pulling for ``consume()`` and ``messages()``: :class:`Feed`, one
 session on a dedicated inbox, driven by the consuming thread (see
-:mod:`jsclient.jetstream._pull_engine` for the engine it pulls through)."""
+:mod:`jsclient.jetstream.consume.engine` for the engine it pulls through)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
     pass
-from jsclient.jetstream._pull_engine import (
+from jsclient.jetstream.consume.engine import (
     BYTES_MODE_BATCH,
     FLOW_CONTROL,
     HEARTBEAT,

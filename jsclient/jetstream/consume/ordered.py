@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 from jsclient import _impl, errors
 from jsclient._threads import Flag, log
 from jsclient.api import ConsumerInfo
-from jsclient.jetstream._feed import Feed
-from jsclient.jetstream._pull_engine import (
+from jsclient.jetstream.consume.engine import (
     NO_RESPONDERS,
     TERMINAL,
     Engine,
@@ -42,7 +41,8 @@ from jsclient.jetstream._pull_engine import (
     fetch_heartbeat,
     positive_int,
 )
-from jsclient.jetstream.pull import (
+from jsclient.jetstream.consume.feed import Feed
+from jsclient.jetstream.consume.pull import (
     ConsumeContext,
     ErrorCallback,
     FetchBatch,

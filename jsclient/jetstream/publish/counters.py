@@ -7,7 +7,7 @@ PubAck carries the new total in ``val``. Values are decimal strings of any
 size on the wire and Python ints here. Reading one counter is a get of the
 subject's last message; reading many (wildcards allowed) is one ordered
 consumer delivering the last message per subject, read in pulls bounded in
-messages and bytes, and in time (see :mod:`jsclient.jetstream._scan`).
+messages and bytes, and in time (see :mod:`jsclient.jetstream.read.scan`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 from jsclient import errors
 from jsclient.api import DeliverPolicy
-from jsclient.jetstream._scan import scan
+from jsclient.jetstream.read.scan import scan
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
-    from jsclient.jetstream.stream import Stream
+    from jsclient.jetstream.manage.stream import Stream
 
 INCR = "Nats-Incr"
 # ASCII digits only, as the server writes them (int() would take " 5", "1_0", "٣").

@@ -1,6 +1,6 @@
 """The flow-control window of every async publish path.
 
-``JetStream.publish_async``, the managed :class:`~jsclient.jetstream.publisher.Publisher`
+``JetStream.publish_async``, the managed :class:`~jsclient.jetstream.publish.publisher.Publisher`
 and the Spark sink each keep at most ``limit`` publishes waiting for their
 acks. When the window is full, sending holds until the window has drained to
 ``resume_at`` (a mark below the limit: resuming on every single ack would

@@ -1,6 +1,6 @@
 """The managed publisher's settling side: the flights runner and the state it shares.
 
-:class:`FlightsRunner` is the half of :class:`~jsclient.jetstream.publisher.Publisher`
+:class:`FlightsRunner` is the half of :class:`~jsclient.jetstream.publish.publisher.Publisher`
 that settles flights (acks, failures, timeouts, retries, stall probes) and the
 bookkeeping both runners share (the hold, idling, draining, stopping); the
 publisher subclasses it and adds the public API and the publish runner. The
@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient._threads import Wake
-from jsclient.jetstream._flight import (
+from jsclient.jetstream._wire import (
+    PUBLISH_RETRY_WAIT,
+    _pub_ack_fields,
+    may_resend,
+    status_reply_error,
+)
+from jsclient.jetstream._wire import parse_pub_ack as _parse_pub_ack
+from jsclient.jetstream.publish.flight import (
     _NOTHING,
     Flight,
     PublisherClosedError,
@@ -30,14 +37,7 @@ from jsclient.jetstream._flight import (
     _is_expectation,
     _set,
 )
-from jsclient.jetstream._window import Window
-from jsclient.jetstream._wire import (
-    PUBLISH_RETRY_WAIT,
-    _pub_ack_fields,
-    may_resend,
-    status_reply_error,
-)
-from jsclient.jetstream._wire import parse_pub_ack as _parse_pub_ack
+from jsclient.jetstream.publish.window import Window
 
 if TYPE_CHECKING:
     from jsclient._core import Core

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import AckPolicy, ConsumerConfig, ConsumerInfo
-from jsclient.jetstream._names import (
+from jsclient.jetstream.manage.names import (
     ConsumerConfigLike,
     check_consumer_name,
     check_stream_name,

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from jsclient import errors
 from jsclient.api import ConsumerInfo, RawStreamMsg
-from jsclient.jetstream._api_level import ApiLevel
-from jsclient.jetstream._names import check_consumer_name, check_stream_name, utc_rfc3339
-from jsclient.jetstream._priority import check_group_name, consumer_groups
+from jsclient.jetstream.consume.priority import check_group_name, consumer_groups
+from jsclient.jetstream.manage.api_level import ApiLevel
+from jsclient.jetstream.manage.names import check_consumer_name, check_stream_name, utc_rfc3339
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context

@@ -14,7 +14,7 @@ otherwise after the message whose delivery left none pending (the ack reply's
 pending count). Memory is bounded whatever the bucket holds: the server sends
 at most :data:`BATCH` messages and ``max_buffered_bytes`` (8 MiB by default) of
 them ahead of what was read (pulls bounded by both, see
-:func:`~jsclient.jetstream._scan.bounded_messages`; issue 32).
+:func:`~jsclient.jetstream.read.scan.bounded_messages`; issue 32).
 
 ``next(timeout)`` is bounded by its timeout. Iteration (``for item in w``) and
 the callback form wait for updates by design, for as long as the watcher
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from jsclient import errors
 from jsclient._threads import log
 from jsclient.api import DeliverPolicy
-from jsclient.jetstream._scan import bounded_messages, buffer_limit, delete_later
+from jsclient.jetstream.read.scan import bounded_messages, buffer_limit, delete_later
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context

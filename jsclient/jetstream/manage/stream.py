@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import ConsumerInfo, RawStreamMsg, StreamInfo
-from jsclient.jetstream import _direct
+from jsclient.jetstream.manage import direct as _direct
 from jsclient.protocol import headers as _headers
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
-    from jsclient.jetstream._names import ConsumerConfigLike
-    from jsclient.jetstream.consumer import Consumer
-    from jsclient.jetstream.ordered import OrderedConsumer
+    from jsclient.jetstream.consume.consumer import Consumer
+    from jsclient.jetstream.consume.ordered import OrderedConsumer
+    from jsclient.jetstream.manage.names import ConsumerConfigLike
 
 # Headers the server adds to a direct-get answer; they describe the stored
 # message rather than belong to it.

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, cast
 
 from jsclient import errors
 from jsclient.api import PubAck
-from jsclient.jetstream._api_level import ApiLevel
-from jsclient.jetstream.batch import AtomicBatch
-from jsclient.jetstream.counters import Counters
-from jsclient.jetstream.fast import ErrorCallback, FastPublisher
-from jsclient.jetstream.schedule import schedule_headers
+from jsclient.jetstream.manage.api_level import ApiLevel
+from jsclient.jetstream.publish.batch import AtomicBatch
+from jsclient.jetstream.publish.counters import Counters
+from jsclient.jetstream.publish.fast import ErrorCallback, FastPublisher
+from jsclient.jetstream.publish.schedule import schedule_headers
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
@@ -99,7 +99,7 @@ class MessagesManager(ApiLevel):
         self, *, ack_every: int | None = None, timeout: float | None = None
     ) -> AtomicBatch:
         """A new atomic batch (server 2.12, ``allow_atomic``): all of its messages
-        are stored on ``commit()``, or none. See :mod:`jsclient.jetstream.batch`."""
+        are stored on ``commit()``, or none. See :mod:`jsclient.jetstream.publish.batch`."""
         self._require_api_level(LEVEL_2_12, "atomic batch publish")
         return AtomicBatch(self._mctx(), ack_every=ack_every, timeout=timeout)
 
@@ -113,7 +113,7 @@ class MessagesManager(ApiLevel):
         error_cb: ErrorCallback | None = None,
     ) -> FastPublisher:
         """A fast-ingest batch (server 2.14, ``allow_batched``): no ack per message,
-        the server paces the publisher. See :mod:`jsclient.jetstream.fast`."""
+        the server paces the publisher. See :mod:`jsclient.jetstream.publish.fast`."""
         self._require_api_level(LEVEL_2_14, "fast-ingest batch publish")
         return FastPublisher(
             self._mctx(),

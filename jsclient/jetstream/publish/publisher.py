@@ -90,7 +90,9 @@ from nats.nuid import NUID
 
 from jsclient import _impl, errors
 from jsclient._threads import Wake
-from jsclient.jetstream._flight import (
+from jsclient.jetstream._wire import pub_headers as _pub_headers
+from jsclient.jetstream._wire import ttl_value as _ttl_value
+from jsclient.jetstream.publish.flight import (
     DEFAULT_RETRY_ON,
     Flight,
     PublisherClosedError,
@@ -101,10 +103,8 @@ from jsclient.jetstream._flight import (
     _call,
     _hook,
 )
-from jsclient.jetstream._settle import FlightsRunner
-from jsclient.jetstream._window import Window
-from jsclient.jetstream._wire import pub_headers as _pub_headers
-from jsclient.jetstream._wire import ttl_value as _ttl_value
+from jsclient.jetstream.publish.settle import FlightsRunner
+from jsclient.jetstream.publish.window import Window
 from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:

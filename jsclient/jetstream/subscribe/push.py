@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 from jsclient import _impl, errors
 from jsclient._threads import TimerHandle
 from jsclient.api import ConsumerConfig, ConsumerInfo, DeliverPolicy
-from jsclient.jetstream._pull_engine import (
+from jsclient.jetstream.consume.engine import (
     FLOW_CONTROL,
     HEARTBEAT,
     NO_MESSAGES,
