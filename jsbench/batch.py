@@ -3,7 +3,7 @@
 Both move the same messages as the ``js-publish-async`` row (``n`` messages of
 ``size`` bytes to ``bpub.x``), into the same fresh memory stream, made with
 ``allow_atomic`` and ``allow_batched``; nats-py has neither API, so its column
-is its ``publish_async`` of the same bytes (:func:`jsbench.js.py_publish_async`),
+is its ``publish_async`` of the same bytes (:func:`jsbench.js_publish.py_publish_async`),
 the way a nats-py user does the job. The stream's count is checked after every
 run by :func:`jsbench.js.check_published`. nats.js has both APIs:
 ``benchmarks/natsjs`` runs these two rows with it (node, by hand).
