@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # One command: set everything up, lint, type-check, run the whole test suite
-# twice: with the Cython speedups (JSCLIENT_IMPL=c) and pure Python
-# (JSCLIENT_IMPL=python), then test what users install (sdist -> manylinux
-# wheel -> fresh venv), and a quick suite and the wheel test on the other
-# supported Pythons: the machine's own (PATH or pyenv), else Debian's build
-# fetched by scripts/debian-python.sh (3.13-3.15); a Python neither can
-# provide (e.g. the Debian mirror is unreachable) is skipped and the summary
-# says why. Extra arguments go to the two suite runs.
+# with the Cython speedups (JSCLIENT_IMPL=c) and with pure Python
+# (JSCLIENT_IMPL=python), the tests the implementation cannot change in the
+# first only (tests/conftest.py lists them and why), then test what users
+# install (sdist -> manylinux wheel -> fresh venv), and a quick suite and the
+# wheel test on the other supported Pythons: the machine's own (PATH or
+# pyenv), else Debian's build fetched by scripts/debian-python.sh (3.13-3.15);
+# a Python neither can provide (e.g. the Debian mirror is unreachable) is
+# skipped and the summary says why. Extra arguments go to the two suite runs.
 #
 # The jobs after lint run in two lanes side by side (most tests wait on a
 # server or a timeout, so two lanes keep the machine's two cores busy): lane 1
 # runs the full suite with the speedups, lane 2 the pure-Python one, the
-# benchmark smoke run and the wheel test; then both lanes take the other
-# Pythons from one queue, whichever is free first, so that neither lane idles
-# while the other has work. Each job writes
-# its own log under $JSCLIENT_TEST_LOGS (default: a temporary folder); a
-# failed job's log is printed at the end.
+# benchmark smoke run and the wheel test. Meanwhile a builder at a lower CPU
+# priority makes the other Pythons' venvs with the CPU the suites leave idle.
+# Then both lanes take the other Pythons' quick suites, then their wheel
+# tests, from one queue, whichever lane is free first, so that neither lane
+# idles while the other has work (a lane that needs a venv the builder has not
+# started makes it itself). Each job writes its own log under
+# $JSCLIENT_TEST_LOGS (default: a temporary folder); a failed job's log is
+# printed at the end.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 echo "== ruff"
@@ -26,7 +30,7 @@ mypy
 
 LOGS="${JSCLIENT_TEST_LOGS:-$(mktemp -d)}"
 mkdir -p "$LOGS"
-rm -rf "$LOGS"/*.rc "$LOGS"/ran-* "$LOGS"/claim-*  # a reused folder: this run's results only
+rm -rf "$LOGS"/*.rc "$LOGS"/py-* "$LOGS"/claim-*  # a reused folder: this run's results only
 SUITE_ARGS=("$@")
 # The other supported Pythons: a quick suite with the speedups, and the wheel
 # test built with that Python.
@@ -55,8 +59,11 @@ job() {
     fi
 }
 
+# suite IMPL: the whole suite with that implementation. JSCLIENT_ONCE=c: the
+# tests that do not depend on the implementation (tests/conftest.py) run in
+# the JSCLIENT_IMPL=c run only.
 suite() {
-    JSCLIENT_IMPL="$1" python -m pytest -q "${SUITE_ARGS[@]}"
+    JSCLIENT_IMPL="$1" JSCLIENT_ONCE=c python -m pytest -q "${SUITE_ARGS[@]}"
 }
 
 # stage NAME CMD...: run CMD; add how long it took to $STAGES (the job's last
@@ -69,8 +76,26 @@ stage() {
     STAGES+="${STAGES:+, }$name $(( $(date +%s) - start )) s"
 }
 
-other_python() {
-    local v="$1" py venv origin rc reason start STAGES=""
+# claim NAME: true for the first caller only (mkdir is atomic), so that each
+# step of the other Pythons' queue runs exactly once.
+claim() {
+    mkdir "$LOGS/claim-$1" 2>/dev/null
+}
+
+# record V FIELD...: what V's setup gave, in $LOGS/py-V (one line of
+# tab-separated fields, moved into place whole, since other lanes wait for
+# it): "ready VENV VERSION ENVFILE ORIGIN" (ENVFILE: what to source before
+# building with it, or -), "skipped REASON" or "failed".
+record() {
+    local v="$1" IFS=$'\t'
+    shift
+    echo "$*" >"$LOGS/py-$v.tmp"
+    mv "$LOGS/py-$v.tmp" "$LOGS/py-$v"
+}
+
+# setup_python V: find Python V, else fetch Debian's, and make its venv.
+setup_python() {
+    local v="$1" py venv origin rc reason start envfile=- STAGES=""
     if py=$(bash scripts/find-python.sh "$v"); then
         origin="this machine's"
     else
@@ -86,33 +111,95 @@ other_python() {
             reason=$(grep -m1 -E "unavailable|no Debian build" "$LOGS/debian-$v.err" |
                 sed 's/^debian-python.sh: //')
             echo "Python $v: not on this machine; $reason: skipped"
-            echo "$v: skipped, not on this machine; $reason" >"$LOGS/ran-$v"
+            record "$v" skipped "not on this machine; $reason"
             return 0
         fi
         [ "$rc" -eq 0 ] || return "$rc"
         STAGES="Debian's Python $(( $(date +%s) - start )) s"
-        # CPATH: Debian's multiarch pyconfig.h, for every build below.
-        source "$(dirname "$(dirname "$(dirname "$py")")")/env"
+        # CPATH: Debian's multiarch pyconfig.h, for every build with it.
+        envfile="$(dirname "$(dirname "$(dirname "$py")")")/env"
+        source "$envfile"
         origin="Debian's"
     fi
     venv="${JSCLIENT_VENV:-$ROOT/.venv}-$v"
-    echo "Python $v ($py): quick suite and wheel test"
+    echo "Python $v ($py): venv and build"
     stage "venv and build" env PYTHON="$py" JSCLIENT_VENV="$venv" JSCLIENT_EXTRAS=dev \
         bash scripts/setup.sh
-    stage "quick suite" env JSCLIENT_IMPL=c "$venv/bin/python" -m pytest -q "${QUICK[@]}"
-    stage "wheel test" "$venv/bin/python" -m pytest -q -m wheel tests/packaging
-    echo "$("$venv/bin/python" -c 'import platform; print(platform.python_version())')" \
-        "($origin; quick suite + wheel test)" >"$LOGS/ran-$v"
+    record "$v" ready "$venv" \
+        "$("$venv/bin/python" -c 'import platform; print(platform.python_version())')" \
+        "$envfile" "$origin"
     echo "Python $v: $STAGES"
 }
 
-# The other Pythons, one queue for both lanes: a lane takes a version by
-# creating its claim folder (mkdir is atomic), so each runs exactly once.
-other_pythons() {
-    for v in "${OTHER_PYTHONS[@]}"; do
-        if mkdir "$LOGS/claim-$v" 2>/dev/null; then
-            job "python-$v" other_python "$v"
+# make_python V: set up V unless someone has claimed it already.
+make_python() {
+    local v="$1"
+    if claim "setup-$v"; then
+        job "setup-$v" setup_python "$v"
+        [ -f "$LOGS/py-$v" ] || record "$v" failed
+    fi
+}
+
+# python_ready V: true once V's venv is ready (made here if no one has
+# started it); false if its setup was skipped or failed, or took over 30 min.
+python_ready() {
+    local v="$1" waited=0 state
+    make_python "$v"
+    until [ -f "$LOGS/py-$v" ]; do
+        if [ "$waited" -ge 1800 ]; then
+            echo "== Python $v: its venv was not ready after $waited s"
+            return 1
         fi
+        sleep 2
+        waited=$((waited + 2))
+    done
+    IFS=$'\t' read -r state _ <"$LOGS/py-$v"
+    [ "$state" = ready ]
+}
+
+# with_python V ARGS...: V's venv's python with ARGS (Debian's include folder
+# on CPATH for what it builds).
+with_python() {
+    local v="$1" state venv version envfile origin
+    shift
+    IFS=$'\t' read -r state venv version envfile origin <"$LOGS/py-$v"
+    if [ "$envfile" != - ]; then
+        source "$envfile"
+    fi
+    "$venv/bin/python" "$@"
+}
+
+quick_suite() {
+    JSCLIENT_IMPL=c with_python "$1" -m pytest -q "${QUICK[@]}"
+}
+
+wheel_test() {
+    with_python "$1" -m pytest -q -m wheel tests/packaging
+}
+
+# The other Pythons' quick suites, then their wheel tests: one queue for both
+# lanes.
+other_pythons() {
+    local v
+    for v in "${OTHER_PYTHONS[@]}"; do
+        if claim "quick-$v" && python_ready "$v"; then
+            job "python-$v" quick_suite "$v"
+        fi
+    done
+    for v in "${OTHER_PYTHONS[@]}"; do
+        if claim "wheel-$v" && python_ready "$v"; then
+            job "wheel-$v" wheel_test "$v"
+        fi
+    done
+}
+
+# The other Pythons' venvs, made while the lanes run the suites; niced, so
+# that the suites come first when both want the CPU.
+builder() {
+    local v
+    renice -n 10 -p "$BASHPID" >/dev/null || true
+    for v in "${OTHER_PYTHONS[@]}"; do
+        make_python "$v"
     done
 }
 
@@ -129,14 +216,21 @@ lane2() {
     other_pythons
 }
 
-echo "== tests in two lanes (logs: $LOGS)"
+echo "== tests in two lanes, the other Pythons' venvs made beside them (logs: $LOGS)"
 lane1 &
 pid1=$!
 lane2 &
 pid2=$!
-wait "$pid1" "$pid2"
-
+builder &
+pid3=$!
 failed=0
+for pid in "$pid1" "$pid2" "$pid3"; do
+    if ! wait "$pid"; then
+        failed=1
+        echo "== a lane stopped before its end (exit status of process $pid)"
+    fi
+done
+
 for rc in "$LOGS"/*.rc; do
     if [ "$(cat "$rc")" -ne 0 ]; then
         failed=1
@@ -146,9 +240,31 @@ for rc in "$LOGS"/*.rc; do
         cat "$LOGS/$name.log"
     fi
 done
+
+# result NAME: ok, FAILED or "did not run", from the job's status.
+result() {
+    if [ ! -f "$LOGS/$1.rc" ]; then
+        echo "did not run"
+    elif [ "$(cat "$LOGS/$1.rc")" -eq 0 ]; then
+        echo ok
+    else
+        echo FAILED
+    fi
+}
+
 echo "== Pythons tested:"
-echo "   $(python -c 'import platform; print(platform.python_version())') (full suite, both implementations, wheel test)"
+echo "   $(python -c 'import platform; print(platform.python_version())')" \
+    "(full suite: both implementations, the implementation-independent tests once; wheel test)"
 for v in "${OTHER_PYTHONS[@]}"; do
-    [ -f "$LOGS/ran-$v" ] && echo "   $(cat "$LOGS/ran-$v")" || echo "   $v: did not finish"
+    if [ ! -f "$LOGS/py-$v" ]; then
+        echo "   $v: did not finish"
+        continue
+    fi
+    IFS=$'\t' read -r state venv version envfile origin <"$LOGS/py-$v"
+    case "$state" in
+        ready) echo "   $version ($origin): quick suite $(result "python-$v"), wheel test $(result "wheel-$v")" ;;
+        skipped) echo "   $v: skipped, $venv" ;;
+        *) echo "   $v: venv and build failed (log: $LOGS/setup-$v.log)" ;;
+    esac
 done
 exit "$failed"

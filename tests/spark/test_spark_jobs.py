@@ -3,11 +3,12 @@
 These start a JVM (about 5-10 s, once per run, shared by every test here) and
 run real jobs in Spark's Python workers, so they are few and small; the
 behaviour in detail is covered by the JVM-free tests next to them. Together
-they take about 40 s on the project's 2-vCPU machine, within the budget of
-both suite runs (JSCLIENT_IMPL=c and python: the workers inherit the
-implementation), so they run in both. No test calls ``register()`` before
-the last one: every job finds the source the way users' jobs do, through
-Spark's scan for ``pyspark_*`` modules.
+they take about 40 s on the project's 2-vCPU machine. Like every test of
+tests/spark, scripts/test.sh runs them once, in the JSCLIENT_IMPL=c run
+(tests/conftest.py says why); a plain ``pytest`` runs them with whichever
+implementation it uses (the workers inherit it). No test calls
+``register()`` before the last one: every job finds the source the way
+users' jobs do, through Spark's scan for ``pyspark_*`` modules.
 """
 
 from __future__ import annotations
