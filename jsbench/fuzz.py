@@ -50,7 +50,7 @@ def load_twins() -> Twins:
     return [("py", pure), ("c", built)]
 
 
-_MODS = ("parser", "jsack", "status")
+_MODS = ("parser", "jsack", "status", "jsheaders")
 
 
 def _frame(rng: random.Random) -> bytes:
@@ -247,7 +247,7 @@ def _decoders(twins: Twins, block: bytes, counts: Any) -> None:
 def _js_headers(mods: dict[str, ModuleType], block: bytes) -> tuple[Any, ...]:
     if not block.startswith(b"NATS/1.0"):
         return ("skipped",)
-    return _outcome(mods["status"].js_headers, block)
+    return _outcome(mods["jsheaders"].js_headers, block)
 
 
 def _ack_inputs(rng: random.Random, twins: Twins, counts: Any) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import partial
 
 from jsbench import js, js_publish, raw
-from jsbench.workloads import JSCLIENT, NATS_PY, NATSIO, RAW, Target, Workload
+from jsbench.row import JSCLIENT, NATS_PY, NATSIO, RAW, Target, Workload
 
 
 def js_rows() -> list[Workload]:

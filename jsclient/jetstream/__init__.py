@@ -1,4 +1,39 @@
-"""JetStream (ADR-37): the context, stream and consumer handles.
+"""JetStream (ADR-37): the context, stream and consumer handles, KV and object store.
+
+Where things live (each subpackage's own docstring lists its modules):
+
+- ``context.py``: :class:`JetStream`, what ``nc.jetstream()`` returns. Every
+  public method is defined there, with its docs; most hand the call in one line
+  to an area object: ``manage/stream_admin.py`` (streams),
+  ``manage/consumer_admin.py`` (consumers: create ... reset),
+  ``publish/features.py`` (schedules, counters, batches), ``kv/_manage.py`` and
+  ``obj/_manage.py`` (buckets), ``manage/api_level.py`` (the server's API level).
+  ``_ctx.py`` is the :class:`Context` protocol: what all of these use of it.
+- ``manage/``: streams and consumers as resources. ``stream.py``: the
+  :class:`Stream` handle (``js.stream(...)``): info, purge, ``get_msg``;
+  ``direct.py``: every **direct get** (``get_msg``, ``get_batch``,
+  ``get_last_msgs_for``, ``KeyValue.get``); ``names.py``: name and config checks.
+- ``consume/``: the one pull engine and what runs on it. ``consumer.py``: the
+  :class:`Consumer` handle; ``pull.py``: its **fetch**, ``next``, ``consume``,
+  ``messages`` (``fetch.py``: one pull's iterator; ``engine.py``: the engine);
+  ``ordered.py``: ``js.ordered_consumer``; ``priority.py``: priority groups.
+- ``publish/``: every way a message gets into a stream. ``js.publish`` is a
+  request in ``context.py``; **publish_async** is ``async_pub.py`` (its window
+  and ack matching); the managed :class:`~jsclient.Publisher` is ``publisher.py``;
+  ``batch.py``, ``fast.py``, ``counters.py``, ``schedule.py``: ADR-49/50/51.
+- ``subscribe/``: the **legacy subscribe** calls (ADR-13, ADR-15).
+  ``push_setup.py``: ``js.subscribe``; ``push.py``: the push subscription;
+  ``pull.py``: ``js.pull_subscribe`` and ``psub.fetch``; ``workflow.py``: the
+  consumer lookup both share.
+- ``kv/``: the Key-Value store. ``store.py``: :class:`KeyValue` (get, put, keys,
+  history, ``watch``); ``_watch.py``: the :class:`KeyWatcher` a **KV watch**
+  returns, on ``read/watcher.py``.
+- ``obj/``: the object store. ``store.py``: :class:`ObjectStore`; ``_reader.py``:
+  :class:`ObjectReader`; ``_watch.py``: :class:`ObjectWatcher`.
+- ``read/``: ordered reads of a stream that KV and the object store share:
+  ``watcher.py`` (watches that live through restarts), ``scan.py`` (keys,
+  history, list).
+- ``_wire.py``: API answers, pub acks, publish headers and their errors.
 
 Loaded lazily: ``import jsclient.jetstream`` imports nothing until a name is used.
 """

@@ -1,9 +1,13 @@
-"""The JetStream context as streams, consumers and subscriptions use it.
+"""The JetStream context as its areas, handles and subscriptions use it.
 
-:class:`~jsclient.jetstream.context.JetStream` makes Stream, Consumer,
-OrderedConsumer and the subscriptions; they hold it typed as :class:`Context`
-so that none of their modules imports ``context.py`` (no import circle). The
-objects it returns appear as ``Any`` here: their modules sit above this one.
+:class:`~jsclient.jetstream.context.JetStream` makes its areas (``StreamAdmin``,
+``ConsumerAdmin``, ``MessageFeatures``, ``KeyValueBuckets``, ``ObjectStoreBuckets``,
+``ApiLevel``) and the objects it hands out (Stream, Consumer, OrderedConsumer, KeyValue,
+ObjectStore, the subscriptions, batches, counters), passing itself; they hold
+it typed as :class:`Context` so that none of their modules imports
+``context.py`` (no import circle). This protocol lists exactly what they use
+of it; mypy checks that ``JetStream`` satisfies it where it passes itself.
+The objects it returns appear as ``Any`` here: their modules sit above this one.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ if TYPE_CHECKING:
 
     from jsclient._core import Core
     from jsclient.api import ConsumerInfo
+    from jsclient.jetstream.publish.async_pub import AsyncPublisher
 
 
 class Context(Protocol):
@@ -24,7 +29,9 @@ class Context(Protocol):
     _client: Core
     _prefix: str
     _timeout: float
+    _async: AsyncPublisher  # publish_async's window (publish/calls.py uses it)
 
+    # The API plumbing (context.py) and the API level (manage/api_level.py).
     def _api_request(
         self,
         subject_suffix: str,
@@ -35,14 +42,17 @@ class Context(Protocol):
     def _new_name(self) -> str: ...
     def _api_level(self) -> int: ...
     def _require_api_level(self, level: int, feature: str) -> None: ...
+
+    # Streams (manage/stream_admin.py).
+    def stream(self, name: str) -> Any: ...
+    def stream_names(self, subject: str | None = None) -> Iterator[str]: ...
+
+    # Consumers (manage/consumer_admin.py; ordered_consumer: consume/ordered.py).
     def _consumer_info(self, stream: str, name: str) -> ConsumerInfo: ...
     def _upsert_consumer(
         self, stream: str, config: Any, fields: dict[str, Any], action: str | None
     ) -> Any: ...
-
-    def stream(self, name: str) -> Any: ...
-    def create_stream(self, config: Any = None, **fields: Any) -> Any: ...
-    def stream_names(self, subject: str | None = None) -> Iterator[str]: ...
+    def _reset(self, stream: str, name: str, seq: int | None) -> tuple[int, ConsumerInfo]: ...
     def consumer(self, stream: str, name: str) -> Any: ...
     def create_consumer(self, stream: str, config: Any = None, **fields: Any) -> Any: ...
     def update_consumer(self, stream: str, config: Any = None, **fields: Any) -> Any: ...
@@ -51,8 +61,9 @@ class Context(Protocol):
     def pause_consumer(self, stream: str, name: str, until: object) -> datetime: ...
     def resume_consumer(self, stream: str, name: str) -> None: ...
     def unpin_consumer(self, stream: str, consumer: str, group: str) -> None: ...
-    def _reset(self, stream: str, name: str, seq: int | None) -> tuple[int, ConsumerInfo]: ...
     def ordered_consumer(self, stream: str, **options: Any) -> Any: ...
+
+    # Publishing (context.py; publish_async: publish/async_pub.py).
     def publish(
         self, subject: str, payload: bytes = b"", *, headers: Any = None, timeout: Any = None
     ) -> Any: ...

@@ -1,73 +1,70 @@
-"""The JetStream context (ADR-37): stream and consumer management, publish, publish_async.
+"""The JetStream context (ADR-37): what ``nc.jetstream()`` returns.
 
-Every management call is one request to ``<prefix>.<API subject>`` with a JSON
-body; the answer is decoded into nats-py's data model (``nats.js.api``) or
-raised as the typed error for its ``error`` object. ``publish_async`` is
-:mod:`jsclient.jetstream.publish.async_pub`.
+:class:`JetStream` defines every public method, with its documentation.
+``account_info``, ``publish`` and the API plumbing (``_api_request``,
+``_paged``) are here; the rest hand the call in one line to an area the
+context makes at its start and passes itself to: ``_streams``
+(:mod:`.manage.stream_admin`), ``_consumers`` (:mod:`.manage.consumer_admin`),
+``_messages`` (:mod:`.publish.features`), ``_kv`` (:mod:`.kv._manage`),
+``_obs`` (:mod:`.obj._manage`), ``_levels`` (:mod:`.manage.api_level`),
+``_async`` (:mod:`.publish.async_pub`); or to :mod:`.consume.ordered`,
+:mod:`.subscribe.pull` and :mod:`.subscribe.push_setup`.
+The areas, and the handles the context makes, hold it typed as
+:class:`~jsclient.jetstream._ctx.Context`, which lists what they use of it.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
 from jsclient import errors
-from jsclient.api import AccountInfo, ConsumerInfo, DeliverPolicy, PubAck, StreamInfo
+from jsclient.api import AccountInfo, PubAck, StreamInfo
 from jsclient.jetstream._wire import (
-    PUBLISH_RETRY_WAIT,
     decode_api,
-    may_resend,
-    parse_pub_ack,
-    pub_headers,
-    status_reply_error,
 )
-from jsclient.jetstream.consume.consumer import Consumer
-from jsclient.jetstream.kv._manage import KeyValueManager
+from jsclient.jetstream.kv._manage import KeyValueBuckets
+from jsclient.jetstream.manage.api_level import ApiLevel
 from jsclient.jetstream.manage.consumer_admin import ConsumerAdmin
-from jsclient.jetstream.manage.names import (
-    ConsumerConfigLike,
-    StreamConfigLike,
-    check_consumer_name,
-    check_stream_name,
-    consumer_config,
-    stream_config,
-)
-from jsclient.jetstream.manage.stream import Stream
-from jsclient.jetstream.obj._manage import ObjectStoreManager
+from jsclient.jetstream.manage.stream_admin import StreamAdmin
+from jsclient.jetstream.obj._manage import ObjectStoreBuckets
+from jsclient.jetstream.publish import calls as _calls
 from jsclient.jetstream.publish.async_pub import AsyncPublisher
-from jsclient.jetstream.publish.features import MessagesManager
-from jsclient.protocol.headers import encode as encode_headers
+from jsclient.jetstream.publish.features import MessageFeatures
+from jsclient.jetstream.subscribe import pull as _pull
+from jsclient.jetstream.subscribe import push_setup as _push
 
 if TYPE_CHECKING:
     from jsclient._core import Core
+    from jsclient.api import ConsumerInfo
+    from jsclient.jetstream.consume.consumer import Consumer
     from jsclient.jetstream.consume.ordered import OrderedConsumer
-    from jsclient.jetstream.subscribe.pull import PullSubscription
-    from jsclient.jetstream.subscribe.push import JsSubscription
-    from jsclient.msg import Msg
+    from jsclient.jetstream.kv import KeyValue, KeyValueStatus
+    from jsclient.jetstream.kv._config import KeyValueConfigLike
+    from jsclient.jetstream.manage.names import ConsumerConfigLike, StreamConfigLike
+    from jsclient.jetstream.manage.stream import Stream
+    from jsclient.jetstream.obj import ObjectStore, ObjectStoreStatus
+    from jsclient.jetstream.obj._config import ObjectStoreConfigLike
+    from jsclient.jetstream.publish.batch import AtomicBatch
+    from jsclient.jetstream.publish.counters import Counters
+    from jsclient.jetstream.publish.fast import ErrorCallback, FastPublisher
     from jsclient.protocol.headers import HeadersIn
 
 DEFAULT_PREFIX = "$JS.API"
 _DEFAULT = object()
 
 
-class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAdmin):
+class JetStream:
     """Entry point to JetStream on one connection; get it with ``nc.jetstream()``.
-
-    Key-Value buckets: ``create_key_value``, ``key_value`` and the rest (see
-    :mod:`jsclient.jetstream.kv`); object stores: ``create_object_store``,
-    ``object_store`` and the rest (see :mod:`jsclient.jetstream.obj`).
-    Schedules, counters and batch publish of servers 2.11-2.14: see
-    :mod:`jsclient.jetstream.publish.features`. Consumer pause, resume, unpin and
-    reset: see :mod:`jsclient.jetstream.manage.consumer_admin`.
 
     ``domain`` addresses another JetStream domain (API prefix ``$JS.<domain>.API``);
     ``timeout`` bounds every API request and the default ``publish`` wait.
+    Where each method's work is done: see the module docstring.
     """
 
     def __init__(
@@ -102,6 +99,12 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
         self._async = AsyncPublisher(
             client, publish_async_max_pending, publish_async_stall_wait, ack_timeout
         )
+        self._levels = ApiLevel(self)
+        self._streams = StreamAdmin(self)
+        self._consumers = ConsumerAdmin(self)
+        self._messages = MessageFeatures(self)
+        self._kv = KeyValueBuckets(self)
+        self._obs = ObjectStoreBuckets(self)
 
     def __repr__(self) -> str:
         return f"<JetStream prefix={self._prefix!r}>"
@@ -142,52 +145,6 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
         with self._nuid_lock:
             return self._nuid.next().decode()
 
-    # -- streams -------------------------------------------------------------
-
-    def create_stream(self, config: StreamConfigLike | None = None, **fields: Any) -> Stream:
-        """Create a stream; StreamNameAlreadyInUseError if one exists with another config."""
-        cfg = stream_config(config, fields)
-        resp = self._api_request(f"STREAM.CREATE.{cfg.name}", cfg.as_dict())
-        return Stream(self, StreamInfo.from_response(resp))
-
-    def update_stream(self, config: StreamConfigLike | None = None, **fields: Any) -> Stream:
-        """Update a stream's config; StreamNotFoundError if it does not exist."""
-        cfg = stream_config(config, fields)
-        resp = self._api_request(f"STREAM.UPDATE.{cfg.name}", cfg.as_dict())
-        return Stream(self, StreamInfo.from_response(resp))
-
-    def create_or_update_stream(
-        self, config: StreamConfigLike | None = None, **fields: Any
-    ) -> Stream:
-        """Update the stream, or create it when it does not exist."""
-        cfg = stream_config(config, fields)
-        try:
-            return self.update_stream(cfg)
-        except errors.StreamNotFoundError:
-            return self.create_stream(cfg)
-
-    def stream(self, name: str) -> Stream:
-        """A handle on an existing stream (with fresh info); StreamNotFoundError otherwise."""
-        check_stream_name(name)
-        resp = self._api_request(f"STREAM.INFO.{name}")
-        return Stream(self, StreamInfo.from_response(resp))
-
-    def delete_stream(self, name: str) -> None:
-        """Delete a stream and its messages and consumers."""
-        check_stream_name(name)
-        self._api_request(f"STREAM.DELETE.{name}")
-
-    def streams(self, subject: str | None = None) -> Iterator[StreamInfo]:
-        """Info of every stream (only those listening on ``subject`` if given), page by page."""
-        extra = {} if subject is None else {"subject": subject}
-        for item in self._paged("STREAM.LIST", "streams", extra):
-            yield StreamInfo.from_response(item)
-
-    def stream_names(self, subject: str | None = None) -> Iterator[str]:
-        """Names of every stream (only those listening on ``subject`` if given), page by page."""
-        extra = {} if subject is None else {"subject": subject}
-        yield from self._paged("STREAM.NAMES", "streams", extra)
-
     def _paged(self, suffix: str, key: str, extra: dict[str, Any]) -> Iterator[Any]:
         # The server decides the page size (256 infos, 1024 names) and reports
         # it with the total; ask again from the next offset until all are seen.
@@ -200,7 +157,50 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
             if not items or offset >= int(resp.get("total") or 0):
                 return
 
-    # -- consumers -----------------------------------------------------------
+    def _api_level(self) -> int:
+        return self._levels.level()
+
+    def _require_api_level(self, level: int, feature: str) -> None:
+        self._levels.require(level, feature)
+
+    # -- streams (manage/stream_admin.py) -------------------------------------
+
+    def create_stream(self, config: StreamConfigLike | None = None, **fields: Any) -> Stream:
+        """Create a stream; StreamNameAlreadyInUseError if one exists with another config."""
+        return self._streams.create_stream(config, fields)
+
+    def update_stream(self, config: StreamConfigLike | None = None, **fields: Any) -> Stream:
+        """Update a stream's config; StreamNotFoundError if it does not exist."""
+        return self._streams.update_stream(config, fields)
+
+    def create_or_update_stream(
+        self, config: StreamConfigLike | None = None, **fields: Any
+    ) -> Stream:
+        """Update the stream, or create it when it does not exist."""
+        return self._streams.create_or_update_stream(config, fields)
+
+    def stream(self, name: str) -> Stream:
+        """A handle on an existing stream (with fresh info); StreamNotFoundError otherwise."""
+        return self._streams.stream(name)
+
+    def delete_stream(self, name: str) -> None:
+        """Delete a stream and its messages and consumers."""
+        self._streams.delete_stream(name)
+
+    def streams(self, subject: str | None = None) -> Iterator[StreamInfo]:
+        """Info of every stream (only those listening on ``subject`` if given), page by page."""
+        return self._streams.streams(subject)
+
+    def stream_names(self, subject: str | None = None) -> Iterator[str]:
+        """Names of every stream (only those listening on ``subject`` if given), page by page."""
+        return self._streams.stream_names(subject)
+
+    def account_info(self) -> AccountInfo:
+        """Usage and limits of this account's JetStream."""
+        info: AccountInfo = AccountInfo.from_response(self._api_request("INFO"))
+        return info
+
+    # -- consumers (manage/consumer_admin.py) ----------------------------------
 
     def create_consumer(
         self, stream: str, config: ConsumerConfigLike | None = None, **fields: Any
@@ -210,19 +210,52 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
         Without ``name`` or ``durable_name`` the consumer is ephemeral and gets a
         generated name.
         """
-        return self._upsert_consumer(stream, config, fields, "create")
+        return self._consumers.create_consumer(stream, config, fields)
 
     def update_consumer(
         self, stream: str, config: ConsumerConfigLike | None = None, **fields: Any
     ) -> Consumer:
         """Update a consumer; ConsumerDoesNotExistError if there is none by that name."""
-        return self._upsert_consumer(stream, config, fields, "update")
+        return self._consumers.update_consumer(stream, config, fields)
 
     def create_or_update_consumer(
         self, stream: str, config: ConsumerConfigLike | None = None, **fields: Any
     ) -> Consumer:
         """Create the consumer, or update it when it exists."""
-        return self._upsert_consumer(stream, config, fields, None)
+        return self._consumers.create_or_update_consumer(stream, config, fields)
+
+    def consumer(self, stream: str, name: str) -> Consumer:
+        """A handle on an existing consumer; ConsumerNotFoundError otherwise."""
+        return self._consumers.consumer(stream, name)
+
+    def delete_consumer(self, stream: str, name: str) -> None:
+        """Delete a consumer."""
+        self._consumers.delete_consumer(stream, name)
+
+    def pause_consumer(self, stream: str, name: str, until: object) -> datetime:
+        """Pause a consumer (no deliveries) until ``until``: a timezone-aware datetime,
+        or seconds from now. Returns the time the server will resume it (UTC); a time
+        in the past leaves it running. Server 2.11+."""
+        return self._consumers.pause_consumer(stream, name, until)
+
+    def resume_consumer(self, stream: str, name: str) -> None:
+        """Resume a paused consumer now. Server 2.11+."""
+        self._consumers.resume_consumer(stream, name)
+
+    def unpin_consumer(self, stream: str, consumer: str, group: str) -> None:
+        """Unpin the client pinned to a ``pinned_client`` priority group; the server
+        pins another pulling client. Server 2.11+."""
+        self._consumers.unpin_consumer(stream, consumer, group)
+
+    def reset_consumer(self, stream: str, name: str, seq: int | None = None) -> int:
+        """Reset a consumer's delivery state (ADR-60): pending and redelivered messages
+        are forgotten and delivery starts again at stream sequence ``seq`` (default:
+        just above the ack floor). Returns the sequence the server reset to.
+
+        ConsumerInvalidResetError when the consumer's deliver policy does not allow
+        ``seq``. Server 2.14+.
+        """
+        return self._consumers.reset(stream, name, seq)[0]
 
     def _upsert_consumer(
         self,
@@ -231,48 +264,13 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
         fields: dict[str, Any],
         action: str | None,
     ) -> Consumer:
-        check_stream_name(stream)
-        cfg = consumer_config(config, fields)
-        if cfg.name is not None:
-            check_consumer_name(cfg.name)
-        if cfg.durable_name is not None:
-            check_consumer_name(cfg.durable_name)
-        self._check_consumer_config(cfg)  # an older server would drop newer fields
-        name = cfg.name or cfg.durable_name
-        if name is None:
-            if action == "update":
-                raise errors.InvalidConsumerNameError(
-                    "nats: update_consumer needs the consumer's name or durable_name"
-                )
-            name = self._new_name()
-            cfg = cfg.evolve(name=name)
-        suffix = f"CONSUMER.CREATE.{stream}.{name}"
-        if cfg.filter_subject and not cfg.filter_subjects:
-            suffix += f".{cfg.filter_subject}"
-        req: dict[str, Any] = {"stream_name": stream, "config": cfg.as_dict()}
-        if action is not None:
-            req["action"] = action
-        resp = self._api_request(suffix, req)
-        return Consumer(self, stream, ConsumerInfo.from_response(resp))
-
-    def consumer(self, stream: str, name: str) -> Consumer:
-        """A handle on an existing consumer; ConsumerNotFoundError otherwise."""
-        check_stream_name(stream)
-        check_consumer_name(name)
-        return Consumer(self, stream, self._consumer_info(stream, name))
+        return self._consumers.upsert_consumer(stream, config, fields, action)
 
     def _consumer_info(self, stream: str, name: str) -> ConsumerInfo:
-        """A consumer's info from the server (names already checked)."""
-        info: ConsumerInfo = ConsumerInfo.from_response(
-            self._api_request(f"CONSUMER.INFO.{stream}.{name}")
-        )
-        return info
+        return self._consumers.consumer_info(stream, name)
 
-    def delete_consumer(self, stream: str, name: str) -> None:
-        """Delete a consumer."""
-        check_stream_name(stream)
-        check_consumer_name(name)
-        self._api_request(f"CONSUMER.DELETE.{stream}.{name}")
+    def _reset(self, stream: str, name: str, seq: int | None) -> tuple[int, ConsumerInfo]:
+        return self._consumers.reset(stream, name, seq)
 
     def ordered_consumer(self, stream: str, **options: Any) -> OrderedConsumer:
         """An ordered consumer on ``stream`` (see :mod:`jsclient.jetstream.consume.ordered`)."""
@@ -282,197 +280,17 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
 
     # -- legacy subscriptions (ADR-13, ADR-15) --------------------------------
 
-    def pull_subscribe(
-        self,
-        subject: str,
-        durable: str | None = None,
-        *,
-        stream: str | None = None,
-        config: ConsumerConfigLike | None = None,
-        inbox_prefix: str | None = None,
-    ) -> PullSubscription:
-        """A pull subscription (ADR-13): ``psub.fetch(batch, timeout)`` returns messages.
-
-        The stream is looked up by ``subject`` unless given. ``durable`` names a
-        consumer that is used when it exists (after checking it is a pull
-        consumer whose filter and config agree) and created otherwise, with
-        ``subject`` as its filter and ack policy explicit. Without a durable an
-        ephemeral consumer is made, and deleted again by ``unsubscribe()`` or
-        ``drain()``. A refusal raises a :class:`~jsclient.errors.SubscribeError`.
-        """
-        from jsclient.jetstream.subscribe.pull import pull_subscribe
-
-        return pull_subscribe(
-            self, subject, durable, stream=stream, config=config, inbox_prefix=inbox_prefix
-        )
-
-    def pull_subscribe_bind(
-        self, stream: str, durable: str, *, inbox_prefix: str | None = None
-    ) -> PullSubscription:
-        """A pull subscription to an existing pull consumer, with no lookups."""
-        from jsclient.jetstream.subscribe.pull import pull_subscribe_bind
-
-        return pull_subscribe_bind(self, stream, durable, inbox_prefix=inbox_prefix)
-
-    def subscribe(
-        self,
-        subject: str | None,
-        queue: str | None = None,
-        *,
-        cb: Callable[[Msg], Any] | None = None,
-        durable: str | None = None,
-        stream: str | None = None,
-        consumer: str | None = None,
-        config: ConsumerConfigLike | None = None,
-        manual_ack: bool = False,
-        ordered_consumer: bool = False,
-        idle_heartbeat: float | None = None,
-        flow_control: bool = False,
-        deliver_policy: DeliverPolicy | str | None = None,
-        pending_msgs_limit: int = 65536,
-        pending_bytes_limit: int = 64 * 1024 * 1024,
-        heartbeat_alarm_factor: float = 3.0,
-        delete_consumer: str = "if_created",
-        error_cb: Callable[[BaseException], Any] | None = None,
-    ) -> JsSubscription:
-        """A push subscription (ADR-15) with automatic status management.
-
-        Without ``cb`` read it with ``next_msg``/iteration; with ``cb`` the
-        callback runs on a library thread and the message is acked after it
-        returns (unless ``manual_ack``). The stream is looked up by ``subject``
-        unless given; ``consumer`` binds to an existing consumer, ``durable``
-        uses or creates one; a ``queue`` without either uses the queue name as
-        durable. ``ordered_consumer`` reads the stream in order through an
-        ephemeral consumer that is remade on gaps. Heartbeat alarms, gaps and
-        error statuses of a callback subscription go to ``error_cb`` (default:
-        the connection's). See :mod:`jsclient.jetstream.subscribe.push`.
-        """
-        from jsclient.jetstream.subscribe.push_setup import subscribe
-
-        return subscribe(
-            self,
-            subject,
-            queue,
-            cb=cb,
-            durable=durable,
-            stream=stream,
-            consumer=consumer,
-            config=config,
-            manual_ack=manual_ack,
-            ordered_consumer=ordered_consumer,
-            idle_heartbeat=idle_heartbeat,
-            flow_control=flow_control,
-            deliver_policy=deliver_policy,
-            pending_msgs_limit=pending_msgs_limit,
-            pending_bytes_limit=pending_bytes_limit,
-            heartbeat_alarm_factor=heartbeat_alarm_factor,
-            delete_consumer=delete_consumer,
-            error_cb=error_cb,
-        )
-
-    def account_info(self) -> AccountInfo:
-        """Usage and limits of this account's JetStream."""
-        info: AccountInfo = AccountInfo.from_response(self._api_request("INFO"))
-        return info
+    # Defined in subscribe/pull.py and subscribe/push_setup.py, with their documentation.
+    pull_subscribe = _pull.pull_subscribe
+    pull_subscribe_bind = _pull.pull_subscribe_bind
+    subscribe = _push.subscribe
 
     # -- publish -------------------------------------------------------------
 
-    def publish(
-        self,
-        subject: str,
-        payload: bytes = b"",
-        *,
-        headers: HeadersIn | None = None,
-        msg_id: str | None = None,
-        expected_stream: str | None = None,
-        expected_last_seq: int | None = None,
-        expected_last_subject_seq: int | None = None,
-        expected_last_msg_id: str | None = None,
-        ttl: float | str | None = None,
-        timeout: float | None = None,
-    ) -> PubAck:
-        """Publish to a stream and wait for its ack.
-
-        A 503 (no stream listening yet) is retried twice, 250 ms apart, within
-        ``timeout`` (default: the context's), then NoStreamResponseError. A failed
-        expectation raises its API error (WrongLastSequenceError, ...). ``ttl``
-        (seconds, or ``"never"``; server 2.11, a stream with ``allow_msg_ttl``)
-        removes the message after that long.
-        """
-        hdrs = pub_headers(
-            headers,
-            msg_id,
-            expected_stream,
-            expected_last_seq,
-            expected_last_subject_seq,
-            expected_last_msg_id,
-            ttl,
-        )
-        if ttl is not None:  # after the TTL's own check: bad input asks nothing
-            self._require_api_level(1, "per-message TTL")
-        total = self._timeout if timeout is None else timeout
-        deadline = time.monotonic() + total
-        request = self._client.request
-        retries = 0
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise errors.TimeoutError(f"nats: timeout waiting for the publish ack on {subject}")
-            try:
-                msg = request(subject, payload, timeout=left, headers=hdrs)
-                break
-            except errors.NoRespondersError:
-                if not may_resend(retries, deadline - time.monotonic()):
-                    raise status_reply_error(subject, (503, "No Responders")) from None
-                retries += 1
-                time.sleep(PUBLISH_RETRY_WAIT)
-            except errors.TimeoutError:
-                raise errors.TimeoutError(f"nats: timeout waiting for the publish ack on {subject}")
-        return parse_pub_ack(msg.data)
-
-    def publish_async(
-        self,
-        subject: str,
-        payload: bytes = b"",
-        *,
-        headers: HeadersIn | None = None,
-        msg_id: str | None = None,
-        expected_stream: str | None = None,
-        expected_last_seq: int | None = None,
-        expected_last_subject_seq: int | None = None,
-        expected_last_msg_id: str | None = None,
-        ttl: float | str | None = None,
-        ack_timeout: float | None = None,
-        timeout: float | None = None,
-    ) -> Future[PubAck]:
-        """Publish without waiting; the future completes with the PubAck or the error.
-
-        ``ack_timeout`` (or its alias ``timeout``) fails the future with
-        TimeoutError if no ack arrives in time; by default the context's
-        ``publish_async_timeout`` (its ``timeout``, 5 s, unless given). Blocks
-        only while ``publish_async_max_pending`` publishes are already in
-        flight, for up to the stall wait, then raises TooManyStalledMsgsError.
-        Done callbacks of the future run on the client's callback thread.
-        """
-        if timeout is not None:
-            if ack_timeout is not None:
-                raise TypeError("give ack_timeout or timeout, not both")
-            ack_timeout = timeout
-        hdrs = pub_headers(
-            headers,
-            msg_id,
-            expected_stream,
-            expected_last_seq,
-            expected_last_subject_seq,
-            expected_last_msg_id,
-            ttl,
-        )
-        if ttl is not None:  # after the TTL's own check: bad input asks nothing
-            self._require_api_level(1, "per-message TTL")
-        # Encoded once: retries re-send the same bytes.
-        return self._async.publish(
-            subject, payload, encode_headers(hdrs) if hdrs else None, ack_timeout
-        )
+    # Defined in publish/calls.py, with their documentation; publish_async's
+    # window of pending acks is ``_async`` (publish/async_pub.py).
+    publish = _calls.publish
+    publish_async = _calls.publish_async
 
     @property
     def publish_async_pending(self) -> int:
@@ -486,3 +304,138 @@ class JetStream(KeyValueManager, ObjectStoreManager, MessagesManager, ConsumerAd
         made with ``publish_async_timeout=None``. TimeoutError after ``timeout``.
         """
         self._async.complete(timeout)
+
+    # -- messages of servers 2.11-2.14 (publish/features.py) -------------------
+
+    def publish_schedule(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        *,
+        target: str,
+        at: datetime | None = None,
+        every: float | timedelta | None = None,
+        cron: str | None = None,
+        time_zone: str | None = None,
+        ttl: float | str | None = None,
+        source: str | None = None,
+        headers: HeadersIn | None = None,
+        timeout: float | None = None,
+    ) -> PubAck:
+        """Store a schedule on ``subject``: the server publishes ``payload`` (and
+        ``headers``) to ``target`` at ``at``, every ``every`` seconds, or on the
+        6-field ``cron`` spec (in ``time_zone``, server 2.14). ``ttl`` is the TTL
+        of each message it makes; ``source`` publishes that subject's last message
+        instead of ``payload``. A later schedule on ``subject`` replaces this one.
+
+        Needs server 2.12 and a stream with ``allow_msg_schedules`` (and
+        ``allow_msg_ttl`` for ``ttl``); bad arguments raise ValueError/TypeError
+        before anything is sent.
+        """
+        return self._messages.publish_schedule(
+            subject,
+            payload,
+            target=target,
+            at=at,
+            every=every,
+            cron=cron,
+            time_zone=time_zone,
+            ttl=ttl,
+            source=source,
+            headers=headers,
+            timeout=timeout,
+        )
+
+    def counters(self, stream: str) -> Counters:
+        """The distributed counters of ``stream`` (server 2.12, ``allow_msg_counter``).
+
+        StreamNotFoundError when there is no such stream; MessageCounterDisabledError
+        (err_code 10168) when it does not keep counters.
+        """
+        return self._messages.counters(stream)
+
+    def atomic_batch(
+        self, *, ack_every: int | None = None, timeout: float | None = None
+    ) -> AtomicBatch:
+        """A new atomic batch (server 2.12, ``allow_atomic``): all of its messages
+        are stored on ``commit()``, or none. See :mod:`jsclient.jetstream.publish.batch`."""
+        return self._messages.atomic_batch(ack_every=ack_every, timeout=timeout)
+
+    def fast_publisher(
+        self,
+        *,
+        flow: int = 100,
+        max_outstanding_acks: int = 2,
+        gap: str = "fail",
+        ack_timeout: float | None = None,
+        error_cb: ErrorCallback | None = None,
+    ) -> FastPublisher:
+        """A fast-ingest batch (server 2.14, ``allow_batched``): no ack per message,
+        the server paces the publisher. See :mod:`jsclient.jetstream.publish.fast`."""
+        return self._messages.fast_publisher(
+            flow=flow,
+            max_outstanding_acks=max_outstanding_acks,
+            gap=gap,
+            ack_timeout=ack_timeout,
+            error_cb=error_cb,
+        )
+
+    # -- Key-Value buckets (kv/_manage.py) -------------------------------------
+
+    def create_key_value(self, config: KeyValueConfigLike | None = None, **fields: Any) -> KeyValue:
+        """Create a bucket. An identical one is returned as it is; one with another
+        config raises StreamNameAlreadyInUseError."""
+        return self._kv.create_key_value(config, fields)
+
+    def update_key_value(self, config: KeyValueConfigLike | None = None, **fields: Any) -> KeyValue:
+        """Change a bucket's config; BucketNotFoundError when there is no such bucket."""
+        return self._kv.update_key_value(config, fields)
+
+    def create_or_update_key_value(
+        self, config: KeyValueConfigLike | None = None, **fields: Any
+    ) -> KeyValue:
+        """Update the bucket, or create it when there is none."""
+        return self._kv.create_or_update_key_value(config, fields)
+
+    def key_value(self, bucket: str) -> KeyValue:
+        """A handle on an existing bucket; BucketNotFoundError otherwise."""
+        return self._kv.key_value(bucket)
+
+    def delete_key_value(self, bucket: str) -> None:
+        """Delete a bucket and every key in it; BucketNotFoundError when there is none."""
+        self._kv.delete_key_value(bucket)
+
+    def key_value_names(self) -> Iterator[str]:
+        """Names of every bucket, page by page."""
+        return self._kv.key_value_names()
+
+    def key_values(self) -> Iterator[KeyValueStatus]:
+        """The status of every bucket, page by page."""
+        return self._kv.key_values()
+
+    # -- object stores (obj/_manage.py) ----------------------------------------
+
+    def create_object_store(
+        self, config: ObjectStoreConfigLike | None = None, **fields: Any
+    ) -> ObjectStore:
+        """Create a bucket (``nats.js.api.ObjectStoreConfig`` or its fields: bucket,
+        description, ttl, max_bytes, storage, replicas, placement, metadata,
+        compression). An identical one is returned as it is; one with another
+        config raises StreamNameAlreadyInUseError."""
+        return self._obs.create_object_store(config, fields)
+
+    def object_store(self, bucket: str) -> ObjectStore:
+        """A handle on an existing bucket; BucketNotFoundError otherwise."""
+        return self._obs.object_store(bucket)
+
+    def delete_object_store(self, bucket: str) -> None:
+        """Delete a bucket and every object in it; BucketNotFoundError when there is none."""
+        self._obs.delete_object_store(bucket)
+
+    def object_store_names(self) -> Iterator[str]:
+        """Names of every bucket, page by page."""
+        return self._obs.object_store_names()
+
+    def object_stores(self) -> Iterator[ObjectStoreStatus]:
+        """The status of every bucket, page by page."""
+        return self._obs.object_stores()

@@ -134,7 +134,7 @@ def test_too_old_server_is_a_clear_error(ttl_js: JetStream) -> None:
     # old one (what $JS.API.INFO of a 2.10 server reports: no level, so 0).
     js = ttl_js
     assert js._api_level() >= 4
-    js._api_level_seen = 0
+    js._levels.seen = 0
     with pytest.raises(errors.FeatureNotSupportedError) as e:
         js.publish("ttl.a", b"x", ttl=5)
     assert (e.value.required_level, e.value.server_level) == (1, 0)
@@ -144,7 +144,7 @@ def test_too_old_server_is_a_clear_error(ttl_js: JetStream) -> None:
         js.atomic_batch()
     with pytest.raises(errors.FeatureNotSupportedError):
         js.fast_publisher()
-    js._api_level_seen = 2
+    js._levels.seen = 2
     with pytest.raises(errors.FeatureNotSupportedError) as e2:
         js.fast_publisher()
     assert e2.value.required_level == 4

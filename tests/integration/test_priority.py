@@ -543,7 +543,7 @@ def test_a_stale_handle_gets_the_servers_400(nc: jsclient.Client, js: JetStream)
 def test_an_old_server_is_refused_before_sending(nc: jsclient.Client, js: JetStream) -> None:
     assert js._api_level() >= 5  # nats-server 2.15
     old = nc.jetstream()
-    old._api_level_seen = 0  # as a 2.10 server answers $JS.API.INFO
+    old._levels.seen = 0  # as a 2.10 server answers $JS.API.INFO
     with pytest.raises(errors.FeatureNotSupportedError) as info:
         old.create_consumer(
             "JOBS", name="w", priority_groups=[GROUP], priority_policy="pinned_client"
@@ -561,14 +561,14 @@ def test_an_old_server_is_refused_before_sending(nc: jsclient.Client, js: JetStr
         old.unpin_consumer("JOBS", "w", GROUP)
     with pytest.raises(errors.FeatureNotSupportedError):
         old.reset_consumer("JOBS", "w")
-    old._api_level_seen = 1  # 2.11: no prioritized policy, no reset
+    old._levels.seen = 1  # 2.11: no prioritized policy, no reset
     with pytest.raises(errors.FeatureNotSupportedError) as info:
         old.create_consumer(
             "JOBS", name="p", priority_groups=[GROUP], priority_policy="prioritized"
         )
     assert info.value.required_level == 2
     old.create_consumer("JOBS", name="o", priority_groups=[GROUP], priority_policy="overflow")
-    old._api_level_seen = 3
+    old._levels.seen = 3
     with pytest.raises(errors.FeatureNotSupportedError) as info:
         old.consumer("JOBS", "w").reset()
     assert info.value.required_level == 4 and "2.14" in str(info.value)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jsclient.api import ConsumerInfo
+from jsclient.jetstream.consume.priority import check_unpin_group
 from jsclient.jetstream.consume.pull import PullConsumerMixin
-from jsclient.jetstream.manage.consumer_admin import check_unpin_group
 
 if TYPE_CHECKING:
     from datetime import datetime

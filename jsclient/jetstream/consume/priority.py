@@ -136,3 +136,17 @@ def _check_against(info: Any, group: str | None, overflow: int, prioritized: boo
         raise errors.PriorityPolicyError(
             f"nats: priority needs the prioritized priority policy; {where} has {policy!r}"
         )
+
+
+def check_unpin_group(info: Any, group: str) -> None:
+    """A consumer's own ``unpin(group)``: the group must be one of its groups."""
+    groups, _ = consumer_groups(info)
+    if group not in groups:
+        name = getattr(info, "name", "?")
+        if not groups:
+            raise errors.InvalidPriorityGroupError(
+                f"nats: consumer {name!r} has no priority groups"
+            )
+        raise errors.InvalidPriorityGroupError(
+            f"nats: consumer {name!r} has no priority group {group!r}; its groups are {groups}"
+        )

@@ -9,7 +9,7 @@ API subject it lacks, so a feature that needs level N raises
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from jsclient import errors
 
@@ -18,29 +18,35 @@ if TYPE_CHECKING:
 
 
 class ApiLevel:
-    """A mixin of the JetStream context: ``_api_level()`` and ``_require_api_level()``."""
+    """The API level of the server behind one JetStream context (its ``_levels``).
 
-    # The server's API level, asked once (a context talks to one JetStream).
-    _api_level_seen: int | None = None
+    The context's ``_api_level()`` and ``_require_api_level()`` call this.
+    """
 
-    def _api_level(self) -> int:
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        # Asked once: a context talks to one JetStream. Tests set it to stand
+        # in for an older server.
+        self.seen: int | None = None
+
+    def level(self) -> int:
         """The server's JetStream API level (0 before 2.11), asked once per context."""
-        level = self._api_level_seen
+        level = self.seen
         if level is None:
-            resp = cast("Context", self)._api_request("INFO")
+            resp = self._ctx._api_request("INFO")
             api = resp.get("api")
             raw = api.get("level") if isinstance(api, dict) else None
             level = raw if type(raw) is int and raw >= 0 else 0
-            self._api_level_seen = level
+            self.seen = level
         return level
 
-    def _require_api_level(self, level: int, feature: str) -> None:
+    def require(self, level: int, feature: str) -> None:
         """FeatureNotSupportedError unless the server's API level is ``level`` or more."""
         if level <= 0:
             return
-        seen = self._api_level_seen
+        seen = self.seen
         if seen is not None and seen >= level:
             return
-        have = self._api_level()
+        have = self.level()
         if have < level:
             raise errors.FeatureNotSupportedError(feature, level, have)

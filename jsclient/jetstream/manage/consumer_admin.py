@@ -1,8 +1,11 @@
-"""Consumer lifecycle of servers 2.11-2.14 on the JetStream context: pause, resume,
-unpin, reset, and the JetStream API level check they need.
+"""The consumers of a JetStream context: create, update, bind, delete, and the
+lifecycle calls of servers 2.11-2.14 (pause, resume, unpin, reset).
 
-:class:`ConsumerAdmin` is a mixin of :class:`~jsclient.jetstream.context.JetStream`.
-Each call is one request:
+:class:`ConsumerAdmin` is the context's consumer area; ``js.create_consumer``
+and the rest delegate to it. Creating is ``CONSUMER.CREATE.<stream>.<name>``
+(plus ``.<filter>`` for a single filter subject) with ``action`` "create",
+"update" or none; an ephemeral consumer gets a generated name. The lifecycle
+calls are one request each:
 
 - ``CONSUMER.PAUSE.<stream>.<consumer>`` with ``{"pause_until": <RFC 3339>}``
   (server 2.11, API level 1); an empty ``{}`` resumes;
@@ -26,13 +29,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import ConsumerInfo, RawStreamMsg
-from jsclient.jetstream.consume.priority import check_group_name, consumer_groups
-from jsclient.jetstream.manage.api_level import ApiLevel
-from jsclient.jetstream.manage.names import check_consumer_name, check_stream_name, utc_rfc3339
+from jsclient.jetstream.consume.consumer import Consumer
+from jsclient.jetstream.consume.priority import check_group_name
+from jsclient.jetstream.manage.names import (
+    ConsumerConfigLike,
+    check_consumer_name,
+    check_stream_name,
+    consumer_config,
+    utc_rfc3339,
+)
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
@@ -80,77 +89,116 @@ def needed_level(cfg: Any) -> tuple[int, str]:
     return 0, ""
 
 
-class ConsumerAdmin(ApiLevel):
-    """Pause, resume, unpin and reset of consumers: the JetStream context's part."""
+class ConsumerAdmin:
+    """The consumers of a JetStream context (its ``_consumers``): create, update,
+    bind and delete, and pause, resume, unpin and reset.
 
-    def _check_consumer_config(self, cfg: Any) -> None:
-        """Refuse a consumer config the server is too old for (it would drop the fields)."""
-        level, feature = needed_level(cfg)
-        self._require_api_level(level, feature)
+    :class:`~jsclient.jetstream.context.JetStream`'s consumer methods delegate
+    to the methods of the same name here and document them (``reset_consumer``
+    to ``reset``); the subscriptions and handles reach ``upsert_consumer``,
+    ``consumer_info`` and ``reset`` through the context's ``_upsert_consumer``,
+    ``_consumer_info`` and ``_reset``.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def create_consumer(
+        self, stream: str, config: ConsumerConfigLike | None, fields: dict[str, Any]
+    ) -> Consumer:
+        return self.upsert_consumer(stream, config, fields, "create")
+
+    def update_consumer(
+        self, stream: str, config: ConsumerConfigLike | None, fields: dict[str, Any]
+    ) -> Consumer:
+        return self.upsert_consumer(stream, config, fields, "update")
+
+    def create_or_update_consumer(
+        self, stream: str, config: ConsumerConfigLike | None, fields: dict[str, Any]
+    ) -> Consumer:
+        return self.upsert_consumer(stream, config, fields, None)
+
+    def upsert_consumer(
+        self,
+        stream: str,
+        config: ConsumerConfigLike | None,
+        fields: dict[str, Any],
+        action: str | None,
+    ) -> Consumer:
+        """``CONSUMER.CREATE`` with ``action`` "create", "update" or None (either)."""
+        check_stream_name(stream)
+        cfg = consumer_config(config, fields)
+        if cfg.name is not None:
+            check_consumer_name(cfg.name)
+        if cfg.durable_name is not None:
+            check_consumer_name(cfg.durable_name)
+        # An older server would drop the fields it does not know: refuse first.
+        self._ctx._require_api_level(*needed_level(cfg))
+        name = cfg.name or cfg.durable_name
+        if name is None:
+            if action == "update":
+                raise errors.InvalidConsumerNameError(
+                    "nats: update_consumer needs the consumer's name or durable_name"
+                )
+            name = self._ctx._new_name()
+            cfg = cfg.evolve(name=name)
+        suffix = f"CONSUMER.CREATE.{stream}.{name}"
+        if cfg.filter_subject and not cfg.filter_subjects:
+            suffix += f".{cfg.filter_subject}"
+        req: dict[str, Any] = {"stream_name": stream, "config": cfg.as_dict()}
+        if action is not None:
+            req["action"] = action
+        resp = self._ctx._api_request(suffix, req)
+        return Consumer(self._ctx, stream, ConsumerInfo.from_response(resp))
+
+    def consumer(self, stream: str, name: str) -> Consumer:
+        check_stream_name(stream)
+        check_consumer_name(name)
+        return Consumer(self._ctx, stream, self.consumer_info(stream, name))
+
+    def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
+        """A consumer's info from the server (names already checked)."""
+        info: ConsumerInfo = ConsumerInfo.from_response(
+            self._ctx._api_request(f"CONSUMER.INFO.{stream}.{name}")
+        )
+        return info
+
+    def delete_consumer(self, stream: str, name: str) -> None:
+        check_stream_name(stream)
+        check_consumer_name(name)
+        self._ctx._api_request(f"CONSUMER.DELETE.{stream}.{name}")
 
     def pause_consumer(self, stream: str, name: str, until: object) -> _dt.datetime:
-        """Pause a consumer (no deliveries) until ``until``: a timezone-aware datetime,
-        or seconds from now. Returns the time the server will resume it (UTC); a time
-        in the past leaves it running. Server 2.11+."""
         deadline = pause_deadline(until)
         resp = self._pause(stream, name, {"pause_until": utc_rfc3339(deadline)})
         return _parse_time(resp.get("pause_until") or utc_rfc3339(deadline))
 
     def resume_consumer(self, stream: str, name: str) -> None:
-        """Resume a paused consumer now. Server 2.11+."""
         self._pause(stream, name, {})
 
     def _pause(self, stream: str, name: str, req: dict[str, Any]) -> dict[str, Any]:
         check_stream_name(stream)
         check_consumer_name(name)
-        self._require_api_level(LEVEL_PAUSE, "consumer pause")
-        js = cast("Context", self)
-        return js._api_request(f"CONSUMER.PAUSE.{stream}.{name}", req)
+        self._ctx._require_api_level(LEVEL_PAUSE, "consumer pause")
+        return self._ctx._api_request(f"CONSUMER.PAUSE.{stream}.{name}", req)
 
     def unpin_consumer(self, stream: str, consumer: str, group: str) -> None:
-        """Unpin the client pinned to a ``pinned_client`` priority group; the server
-        pins another pulling client. Server 2.11+."""
         check_stream_name(stream)
         check_consumer_name(consumer)
         check_group_name(group)
-        self._require_api_level(LEVEL_PRIORITY_GROUPS, "consumer unpin")
-        js = cast("Context", self)
-        js._api_request(f"CONSUMER.UNPIN.{stream}.{consumer}", {"group": group})
+        self._ctx._require_api_level(LEVEL_PRIORITY_GROUPS, "consumer unpin")
+        self._ctx._api_request(f"CONSUMER.UNPIN.{stream}.{consumer}", {"group": group})
 
-    def reset_consumer(self, stream: str, name: str, seq: int | None = None) -> int:
-        """Reset a consumer's delivery state (ADR-60): pending and redelivered messages
-        are forgotten and delivery starts again at stream sequence ``seq`` (default:
-        just above the ack floor). Returns the sequence the server reset to.
-
-        ConsumerInvalidResetError when the consumer's deliver policy does not allow
-        ``seq``. Server 2.14+.
-        """
-        return self._reset(stream, name, seq)[0]
-
-    def _reset(self, stream: str, name: str, seq: int | None) -> tuple[int, ConsumerInfo]:
+    def reset(self, stream: str, name: str, seq: int | None) -> tuple[int, ConsumerInfo]:
+        """The sequence the server reset to, and the consumer's info after the reset."""
         check_stream_name(stream)
         check_consumer_name(name)
         if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
             raise ValueError(f"seq must be a positive int (a stream sequence), got {seq!r}")
-        self._require_api_level(LEVEL_RESET, "consumer reset")
-        js = cast("Context", self)
-        js._consumer_info(stream, name)  # a typed not-found now, not a timeout later
+        self._ctx._require_api_level(LEVEL_RESET, "consumer reset")
+        self.consumer_info(stream, name)  # a typed not-found now, not a timeout later
         body: dict[str, Any] | bytes = b"" if seq is None else {"seq": seq}
-        resp = js._api_request(f"CONSUMER.RESET.{stream}.{name}", body)
+        resp = self._ctx._api_request(f"CONSUMER.RESET.{stream}.{name}", body)
         reset_seq = resp.pop("reset_seq", 0)
         info: ConsumerInfo = ConsumerInfo.from_response(resp)
         return int(reset_seq or 0), info
-
-
-def check_unpin_group(info: Any, group: str) -> None:
-    """A consumer's own ``unpin(group)``: the group must be one of its groups."""
-    groups, _ = consumer_groups(info)
-    if group not in groups:
-        name = getattr(info, "name", "?")
-        if not groups:
-            raise errors.InvalidPriorityGroupError(
-                f"nats: consumer {name!r} has no priority groups"
-            )
-        raise errors.InvalidPriorityGroupError(
-            f"nats: consumer {name!r} has no priority group {group!r}; its groups are {groups}"
-        )

@@ -350,14 +350,22 @@ class PullSubscription:
 
 def pull_subscribe(
     js: Context,
-    subject: str | None,
+    subject: str,
     durable: str | None = None,
     *,
     stream: str | None = None,
     config: ConsumerConfigLike | None = None,
     inbox_prefix: str | None = None,
 ) -> PullSubscription:
-    """The ADR-15 workflow for a pull subscription (see ``JetStream.pull_subscribe``)."""
+    """A pull subscription (ADR-13): ``psub.fetch(batch, timeout)`` returns messages.
+
+    The stream is looked up by ``subject`` unless given. ``durable`` names a
+    consumer that is used when it exists (after checking it is a pull
+    consumer whose filter and config agree) and created otherwise, with
+    ``subject`` as its filter and ack policy explicit. Without a durable an
+    ephemeral consumer is made, and deleted again by ``unsubscribe()`` or
+    ``drain()``. A refusal raises a :class:`~jsclient.errors.SubscribeError`.
+    """
     user = wf.user_config(config)
     wf.check_target(subject, stream)
     name = wf.consumer_name(durable, user)

@@ -52,7 +52,18 @@ def subscribe(
     delete_consumer: str = "if_created",
     error_cb: Callable[[BaseException], Any] | None = None,
 ) -> JsSubscription:
-    """The ADR-15 workflow for a push subscription (see ``JetStream.subscribe``)."""
+    """A push subscription (ADR-15) with automatic status management.
+
+    Without ``cb`` read it with ``next_msg``/iteration; with ``cb`` the
+    callback runs on a library thread and the message is acked after it
+    returns (unless ``manual_ack``). The stream is looked up by ``subject``
+    unless given; ``consumer`` binds to an existing consumer, ``durable``
+    uses or creates one; a ``queue`` without either uses the queue name as
+    durable. ``ordered_consumer`` reads the stream in order through an
+    ephemeral consumer that is remade on gaps. Heartbeat alarms, gaps and
+    error statuses of a callback subscription go to ``error_cb`` (default:
+    the connection's). See :mod:`jsclient.jetstream.subscribe.push`.
+    """
     if delete_consumer not in DELETE_POLICIES:
         raise errors.DeleteConsumerPolicyError(
             f"delete_consumer must be one of {DELETE_POLICIES}, got {delete_consumer!r}"

@@ -1,0 +1,126 @@
+"""The context's publish calls: ``js.publish`` (a request, retried on 503) and
+``js.publish_async`` (headers checked and encoded here; the window of pending
+acks is :mod:`jsclient.jetstream.publish.async_pub`, the context's ``_async``).
+
+:class:`~jsclient.jetstream.context.JetStream` binds both as its methods.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+from jsclient import errors
+from jsclient.api import PubAck
+from jsclient.jetstream._wire import (
+    PUBLISH_RETRY_WAIT,
+    may_resend,
+    parse_pub_ack,
+    pub_headers,
+    status_reply_error,
+)
+from jsclient.protocol.headers import encode as encode_headers
+
+if TYPE_CHECKING:
+    from jsclient.jetstream._ctx import Context
+    from jsclient.protocol.headers import HeadersIn
+
+__all__ = ["publish", "publish_async"]
+
+
+def publish(
+    js: Context,
+    subject: str,
+    payload: bytes = b"",
+    *,
+    headers: HeadersIn | None = None,
+    msg_id: str | None = None,
+    expected_stream: str | None = None,
+    expected_last_seq: int | None = None,
+    expected_last_subject_seq: int | None = None,
+    expected_last_msg_id: str | None = None,
+    ttl: float | str | None = None,
+    timeout: float | None = None,
+) -> PubAck:
+    """Publish to a stream and wait for its ack.
+
+    A 503 (no stream listening yet) is retried twice, 250 ms apart, within
+    ``timeout`` (default: the context's), then NoStreamResponseError. A failed
+    expectation raises its API error (WrongLastSequenceError, ...). ``ttl``
+    (seconds, or ``"never"``; server 2.11, a stream with ``allow_msg_ttl``)
+    removes the message after that long.
+    """
+    hdrs = pub_headers(
+        headers,
+        msg_id,
+        expected_stream,
+        expected_last_seq,
+        expected_last_subject_seq,
+        expected_last_msg_id,
+        ttl,
+    )
+    if ttl is not None:  # after the TTL's own check: bad input asks nothing
+        js._require_api_level(1, "per-message TTL")
+    total = js._timeout if timeout is None else timeout
+    deadline = time.monotonic() + total
+    request = js._client.request
+    retries = 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise errors.TimeoutError(f"nats: timeout waiting for the publish ack on {subject}")
+        try:
+            msg = request(subject, payload, timeout=left, headers=hdrs)
+            break
+        except errors.NoRespondersError:
+            if not may_resend(retries, deadline - time.monotonic()):
+                raise status_reply_error(subject, (503, "No Responders")) from None
+            retries += 1
+            time.sleep(PUBLISH_RETRY_WAIT)
+        except errors.TimeoutError:
+            raise errors.TimeoutError(f"nats: timeout waiting for the publish ack on {subject}")
+    return parse_pub_ack(msg.data)
+
+
+def publish_async(
+    js: Context,
+    subject: str,
+    payload: bytes = b"",
+    *,
+    headers: HeadersIn | None = None,
+    msg_id: str | None = None,
+    expected_stream: str | None = None,
+    expected_last_seq: int | None = None,
+    expected_last_subject_seq: int | None = None,
+    expected_last_msg_id: str | None = None,
+    ttl: float | str | None = None,
+    ack_timeout: float | None = None,
+    timeout: float | None = None,
+) -> Future[PubAck]:
+    """Publish without waiting; the future completes with the PubAck or the error.
+
+    ``ack_timeout`` (or its alias ``timeout``) fails the future with
+    TimeoutError if no ack arrives in time; by default the context's
+    ``publish_async_timeout`` (its ``timeout``, 5 s, unless given). Blocks
+    only while ``publish_async_max_pending`` publishes are already in
+    flight, for up to the stall wait, then raises TooManyStalledMsgsError.
+    Done callbacks of the future run on the client's callback thread.
+    """
+    if timeout is not None:
+        if ack_timeout is not None:
+            raise TypeError("give ack_timeout or timeout, not both")
+        ack_timeout = timeout
+    hdrs = pub_headers(
+        headers,
+        msg_id,
+        expected_stream,
+        expected_last_seq,
+        expected_last_subject_seq,
+        expected_last_msg_id,
+        ttl,
+    )
+    if ttl is not None:  # after the TTL's own check: bad input asks nothing
+        js._require_api_level(1, "per-message TTL")
+    # Encoded once: retries re-send the same bytes.
+    return js._async.publish(subject, payload, encode_headers(hdrs) if hdrs else None, ack_timeout)
