@@ -78,8 +78,14 @@ def extensions() -> list[Extension]:
         exts = [
             Extension(f"jsclient._speedups.{src.stem}", [str(src.relative_to(HERE))]) for src in pyx
         ]
+        # include_path: the twins cimport their shared inline helpers
+        # (``_speedups/*.pxd``) by plain name, e.g. ``from _scan cimport _crlf``.
         built: list[Extension] = cythonize(
-            exts, language_level=3, compiler_directives=DIRECTIVES, quiet=True
+            exts,
+            language_level=3,
+            compiler_directives=DIRECTIVES,
+            include_path=[str(SPEEDUPS)],
+            quiet=True,
         )
     else:
         c_files = sorted(SPEEDUPS.glob("*.c"))

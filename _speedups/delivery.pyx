@@ -7,47 +7,23 @@ set directly, and the frame tuples are read without unpacking. The mux fields
 are C-typed too: ``_mux`` takes an exact ``dict`` or None (popped with the C
 dict API), ``_mux_skip`` an index-sized int.
 
-What this twin adds to the specification: ``ReadState.read`` with
-``full=False``, ``route_safe`` and the role methods run no Python code (only
-C: socket and lock methods, the parser twin, dict and list operations), so
-each is atomic with respect to interrupts raised into the calling thread.
-The role lock is a raw PyThread lock taken without ever running signal
-handlers, so even ``leave`` in a ``finally`` block cannot be cut short.
+What this twin adds to the specification: ``route_safe`` runs no Python code
+(only C: dict and list operations, lock releases), so it is atomic with
+respect to interrupts raised into the calling thread; the readstate twin's
+``ReadState.read`` relies on that.
 """
 
 import queue
 import threading
-from time import monotonic
-
-from jsclient.errors import ProtocolError
 
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.bytes cimport PyBytes_GET_SIZE
-from cpython.pythread cimport (
-    NOWAIT_LOCK,
-    WAIT_LOCK,
-    PyThread_acquire_lock,
-    PyThread_allocate_lock,
-    PyThread_free_lock,
-    PyThread_release_lock,
-    PyThread_type_lock,
-)
 
 cdef extern from "_jsc_compat.h":
     object jsc_dict_get(object d, object k)
     object jsc_dict_pop(object d, object k)
     long long jsc_add(long long* p, long long v) nogil
-
-READER = 0
-LEADER = 1
-LINGER = 2
-LEAD = 0
-WAKE = 1
-WAIT = 2
-WOULD_BLOCK = -1
-HANDOFF = -2
-
 
 cdef class MsgBase:
     """Message storage; see jsclient/protocol/delivery.py."""
@@ -345,174 +321,3 @@ cdef tuple _route_safe(owner, list events, Py_ssize_t start, dict subs, msg_type
 def route_safe(owner, list events, Py_ssize_t start, dict subs, msg_type):
     """Deliver events[start:] up to the first frame that needs owner code."""
     return _route_safe(owner, events, start, subs, msg_type)
-
-
-cdef inline void _acquire(PyThread_type_lock lock) noexcept:
-    # Never interrupted: no signal handler runs while waiting for this lock.
-    if not PyThread_acquire_lock(lock, NOWAIT_LOCK):
-        with nogil:
-            PyThread_acquire_lock(lock, WAIT_LOCK)
-
-
-cdef class ReadState:
-    """The read side of one connection; see jsclient/protocol/delivery.py."""
-
-    cdef public object owner
-    cdef public dict subs
-    cdef public object msg_type
-    cdef public object parser
-    cdef public double linger
-    cdef public list backlog
-    cdef public object broken
-    cdef public long long in_msgs
-    cdef public long long in_bytes
-    cdef public int role
-    cdef public object leader
-    cdef public list waiters
-    cdef public double linger_since
-    cdef PyThread_type_lock _lock
-
-    def __cinit__(self, *args, **kwargs):
-        self._lock = PyThread_allocate_lock()
-        if self._lock is NULL:
-            raise MemoryError()
-
-    def __dealloc__(self):
-        if self._lock is not NULL:
-            PyThread_free_lock(self._lock)
-
-    def __init__(self, owner, dict subs, msg_type, parser, double linger):
-        self.owner = owner
-        self.subs = subs
-        self.msg_type = msg_type
-        self.parser = parser
-        self.linger = linger
-        self.backlog = []
-        self.broken = None
-        self.in_msgs = 0
-        self.in_bytes = 0
-        self.role = READER
-        self.leader = None
-        self.waiters = []
-        self.linger_since = 0.0
-
-    # -- reading (role holder) -------------------------------------------------
-
-    def read(self, sock, view, int flags, bint full):
-        cdef Py_ssize_t n
-        cdef Py_ssize_t i
-        cdef tuple res
-        if self.broken is not None:
-            raise self.broken
-        if self.backlog:
-            if not full:
-                return HANDOFF
-            self.flush_backlog()
-        try:
-            n = sock.recv_into(view, 0, flags)
-        except BlockingIOError:
-            return WOULD_BLOCK
-        if n == 0:
-            return 0
-        try:
-            events = self.parser.feed(view[:n].tobytes())
-        except ProtocolError as exc:
-            self.backlog = list(getattr(exc, "events", None) or [])
-            self.broken = exc
-            raise
-        if full:
-            self.route_all(events)
-            return n
-        res = _route_safe(self.owner, <list>events, 0, self.subs, self.msg_type)
-        i = <Py_ssize_t>res[0]
-        self.in_msgs += <long long>res[1]
-        self.in_bytes += <long long>res[2]
-        if i < len(<list>events):
-            self.backlog = (<list>events)[i:]
-            return HANDOFF
-        return n
-
-    def route_all(self, list events):
-        if self.backlog:
-            self.flush_backlog()
-        n, b = route(self.owner, events, self.subs, self.msg_type)
-        self.in_msgs += n
-        self.in_bytes += b
-
-    def flush_backlog(self):
-        cdef list events = self.backlog
-        self.backlog = []
-        n, b = route(self.owner, events, self.subs, self.msg_type)
-        self.in_msgs += n
-        self.in_bytes += b
-
-    def reset(self, parser):
-        self.parser = parser
-        self.broken = None
-
-    # -- the role (any thread) -------------------------------------------------
-
-    def join(self, waiter):
-        _acquire(self._lock)
-        try:
-            if self.role == LINGER and not self.backlog and self.broken is None:
-                self.role = LEADER
-                self.leader = waiter
-                waiter.lead = True
-                return LEAD
-            self.waiters.append(waiter)
-            return WAKE if self.role == READER else WAIT
-        finally:
-            PyThread_release_lock(self._lock)
-
-    def leave(self, waiter, bint keep):
-        _acquire(self._lock)
-        try:
-            try:
-                self.waiters.remove(waiter)
-            except ValueError:
-                pass
-            if self.leader is not waiter:
-                return False
-            self.leader = None
-            if not self.backlog and self.broken is None:
-                if self._give():
-                    return False
-                if keep:
-                    self.role = LINGER
-                    self.linger_since = monotonic()
-                    return False
-            self.role = READER
-            return True
-        finally:
-            PyThread_release_lock(self._lock)
-
-    def reclaim(self):
-        _acquire(self._lock)
-        try:
-            if self.role == LINGER and monotonic() - self.linger_since >= self.linger:
-                self.role = READER
-            return self.role == READER
-        finally:
-            PyThread_release_lock(self._lock)
-
-    def hand_over(self):
-        _acquire(self._lock)
-        try:
-            if self.role != READER or self.backlog or self.broken is not None:
-                return False
-            return self._give()
-        finally:
-            PyThread_release_lock(self._lock)
-
-    cdef bint _give(self) except -1:
-        cdef list waiters = self.waiters
-        while waiters:
-            w = waiters.pop(0)
-            if not w.done:
-                self.role = LEADER
-                self.leader = w
-                w.lead = True
-                w.wake()
-                return True
-        return False

@@ -109,7 +109,7 @@ def test_status_of_and_classify(benchmark: Any, impl: str) -> None:
 @IMPLS
 @pytest.mark.benchmark(group="status")
 def test_js_headers(benchmark: Any, impl: str) -> None:
-    js_headers = _mod(impl, "status").js_headers
+    js_headers = _mod(impl, "jsheaders").js_headers
     assert run(benchmark, js_headers, ENDED_HEADER)[:2] == (10, 2048)
 
 

@@ -18,7 +18,7 @@ import os
 from types import ModuleType
 
 #: Protocol concerns that have a Cython twin, by module name.
-MODULES = ("parser", "jsack", "status", "sizes", "delivery", "writer")
+MODULES = ("parser", "jsack", "status", "jsheaders", "sizes", "delivery", "readstate", "writer")
 
 _CHOICES = ("auto", "c", "python")
 
@@ -46,6 +46,8 @@ IMPL, _mods = _choose()
 parser: ModuleType = _mods["parser"]
 jsack: ModuleType = _mods["jsack"]
 status: ModuleType = _mods["status"]
+jsheaders: ModuleType = _mods["jsheaders"]
 sizes: ModuleType = _mods["sizes"]
 delivery: ModuleType = _mods["delivery"]
+readstate: ModuleType = _mods["readstate"]
 writer: ModuleType = _mods["writer"]

@@ -7,13 +7,14 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from jsclient import _fork, _impl, errors
+from jsclient import _fork, _impl, _request, errors
 from jsclient._mux import RequestMux
+from jsclient._outbound import Outbound
+from jsclient._subtable import SubTable, check_open
 from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
-from jsclient._threads import remaining as _left
 from jsclient.connection import (
     CLOSED,
     CONNECTED,
@@ -25,36 +26,13 @@ from jsclient.connection import (
     err_to_exception,
 )
 from jsclient.msg import Msg
-from jsclient.protocol import commands
 from jsclient.protocol import headers as _headers
 from jsclient.subscription import Subscription
 
 if TYPE_CHECKING:
     from jsclient.jetstream.context import JetStream
-    from jsclient.protocol.delivery import SubState
-else:
-    SubState = _impl.delivery.SubState
 
-Reply = _impl.delivery.Reply
 _QUEUED = _impl.writer.QUEUED
-_TOO_BIG = _impl.writer.TOO_BIG
-_UNKNOWN_SUBJECT = _impl.writer.UNKNOWN_SUBJECT
-
-_status_of = _impl.status.status_of
-_SUBJECT_CACHE_MAX = 4096
-
-
-class _InternalSub(SubState):
-    """A library-owned subscription: its handler runs on the reader thread, or,
-    without one, its messages reach its queue in batches.
-
-    Handlers must be short and never block: they hand work to other threads.
-    """
-
-    def __init__(self, sid: int, subject: str, handler: Callable[[Msg], None] | None) -> None:
-        super().__init__(sid, 1 << 62, 1 << 62, 0, handler)
-        self.subject = subject
-        self.queue = None
 
 
 class Client:
@@ -63,7 +41,6 @@ class Client:
     def __init__(self, opts: Options) -> None:
         self._opts = opts
         self._subs: dict[int, Any] = {}
-        self._sid: Iterator[int] = _impl.writer.Counter(1)  # sids: unique across threads
         self._subject_cache: dict[str, bytes] = {}
         self._listeners: list[Callable[[str], None]] = []
         # JetStream pull contexts (consume, messages, fetch) that drain() drains.
@@ -73,6 +50,10 @@ class Client:
         self._w = self._conn.writer
         self._wq = self._w.wq  # the write queue, for the publish and ack fast paths
         self._wq.subjects = self._subject_cache
+        # Publishes off the fast path (a new subject, a reply, headers): jsclient/_outbound.py.
+        self._out = Outbound(self._conn, self._w, self._subject_cache)
+        # sids, SUB/UNSUB, resubscribing and draining: jsclient/_subtable.py.
+        self._table = SubTable(self, self._subs, self._conn, self._w)
         # User callbacks (error_cb, disconnected_cb, ..., future done-callbacks)
         # and the library's own connection listeners run on separate threads,
         # so a slow user callback never delays a re-pull or an ordered reset.
@@ -112,9 +93,8 @@ class Client:
         if conn.status is not FORKED:
             return
         err = conn.forked_error()
-        for sub in list(self._subs.values()):
-            if isinstance(sub, Subscription):
-                sub._end_in_forked_child(err)
+        for sub in self._table.user_subs():
+            sub._end_in_forked_child(err)
 
     # -- context manager ----------------------------------------------------
 
@@ -201,14 +181,7 @@ class Client:
     # -- publishing ---------------------------------------------------------
 
     def _subject_bytes(self, subject: str) -> bytes:
-        b = self._subject_cache.get(subject)
-        if b is None:
-            commands.check_subject(subject)
-            b = subject.encode()
-            if len(self._subject_cache) >= _SUBJECT_CACHE_MAX:
-                self._subject_cache.clear()
-            self._subject_cache[subject] = b
-        return b
+        return self._out.subject_bytes(subject)
 
     def publish(
         self,
@@ -229,47 +202,12 @@ class Client:
             # cache, encodes, checks and queues the frame.
             rc = self._wq.pub_str(subject, payload)
             if rc != _QUEUED and not self._w.queued(rc):
-                self._publish_slow(subject, payload, rc)
+                self._out.declined(subject, payload, rc)
             return
-        subj = self._subject_cache.get(subject)
-        if subj is None:
-            subj = self._subject_bytes(subject)
-        conn = self._conn
-        plen = len(payload)
-        if reply:
-            # Replies are often unique (inboxes): checked, never cached.
-            commands.check_subject(reply, "reply subject")
-            rep = reply.encode()
-        else:
-            rep = b""
-        if headers:
-            hdr = _headers.encode(headers)
-            if len(hdr) + plen > conn.max_payload:
-                raise self._too_big(len(hdr) + plen)
-            data = commands.hpub(subj, rep, hdr, payload)
-        else:
-            if plen > conn.max_payload:
-                raise self._too_big(plen)
-            data = commands.pub(subj, rep, payload)
-        self._w.send(data, plen, 1)
-
-    def _publish_slow(self, subject: str, payload: bytes, rc: int) -> None:
-        """``publish`` without reply or headers, when the fast path declined."""
-        conn = self._conn
-        subj = self._subject_bytes(subject)
-        if rc == _UNKNOWN_SUBJECT:
-            rc = self._wq.pub(subj, payload, conn.max_payload)
-            if self._w.queued(rc):
-                return
-        if rc == _TOO_BIG:
-            raise self._too_big(len(payload))
-        data = payload if type(payload) is bytes else memoryview(payload).tobytes()
-        self._w.send(b"PUB %s %d\r\n%s\r\n" % (subj, len(data), data), len(data), 1)
+        self._out.publish(subject, payload, reply, headers)
 
     def _too_big(self, size: int) -> errors.MaxPayloadError:
-        return errors.MaxPayloadError(
-            f"nats: payload of {size} bytes exceeds max_payload {self._conn.max_payload}"
-        )
+        return self._out.too_big(size)
 
     def _publish_ack(self, subject: str, body: bytes) -> None:
         """Publish an ack to a server-made ``$JS.ACK`` subject.
@@ -292,13 +230,7 @@ class Client:
     # -- subscribing --------------------------------------------------------
 
     def _check_open(self) -> None:
-        conn = self._conn
-        conn.check_owner()
-        status = conn.status
-        if status is CLOSED:
-            raise errors.ConnectionClosedError()
-        if status is DRAINING:
-            raise errors.ConnectionDrainingError()
+        check_open(self._conn)
 
     def subscribe(
         self,
@@ -311,10 +243,12 @@ class Client:
         pending_bytes_limit: int = 64 * 1024 * 1024,
     ) -> Subscription:
         """Subscribe; with ``cb`` messages go to a callback on a dispatcher thread."""
-        sub: Subscription = self._subscribe_as(
+        sub: Subscription = self._table.add(
             Subscription, subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit
         )
         return sub
+
+    # The library's own subscriptions: see SubTable for what each does.
 
     def _subscribe_as(
         self,
@@ -327,92 +261,30 @@ class Client:
         pending_bytes_limit: int,
         **extra: Any,
     ) -> Any:
-        """``subscribe`` with a Subscription subclass (``extra`` goes to its constructor)."""
-        commands.check_subject(subject)
-        if queue is not None:
-            commands.check_subject(queue, "queue group")
-        if cb is not None and not callable(cb):
-            raise errors.Error("nats: cb must be callable")
-        self._check_open()
-        sid = next(self._sid)
-        sub = cls(
-            self,
-            sid,
-            subject,
-            queue,
-            cb,
-            max_msgs,
-            pending_msgs_limit,
-            pending_bytes_limit,
-            **extra,
+        return self._table.add(
+            cls, subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit, **extra
         )
-        self._subs[sid] = sub
-        cmd = commands.sub(subject, queue, sid)
-        if max_msgs > 0:
-            cmd += commands.unsub(sid, max_msgs)
-        self._w.send(cmd)
-        return sub
 
     def _subscribe_internal(self, subject: str, handler: Callable[[Msg], None]) -> int:
-        """Library subscription whose handler runs on the reader thread; returns the sid."""
-        self._check_open()
-        sid = next(self._sid)
-        self._subs[sid] = _InternalSub(sid, subject, handler)
-        self._w.send_nowait(commands.sub(subject, None, sid))
-        return sid
+        return self._table.add_internal(subject, handler)
 
     def _subscribe_batched(self, subject: str, q: queue.SimpleQueue[Any]) -> Any:
-        """Library subscription whose messages are put on ``q`` as the reader
-        routes them: one ``(messages, payload bytes)`` item per batch, no code
-        run per message on the reader thread. What arrives must be bounded by
-        the caller (a pull's size): no pending limit applies. Returns the
-        reader-side state (``sid``; ``_received`` counts what arrived)."""
-        self._check_open()
-        sid = next(self._sid)
-        sub = _InternalSub(sid, subject, None)
-        sub._q = q
-        self._subs[sid] = sub
-        self._w.send_nowait(commands.sub(subject, None, sid))
-        return sub
+        return self._table.add_batched(subject, q)
 
     def _move_subscription(self, sub: Any, subject: str) -> None:
-        """Re-point a subscription at another subject, keeping its sid and queue.
-
-        Messages the server already sent for the old subject may still arrive
-        (with the same sid); the subscription must tell them apart itself.
-        """
-        commands.check_subject(subject)
-        sub.subject = subject
-        sid: int = sub.sid
-        registered = self._subs.get(sid) is sub
-        if registered and not self.is_closed:
-            self._w.send_nowait(commands.unsub(sid) + commands.sub(subject, sub.queue, sid))
+        self._table.move(sub, subject)
 
     def _unsubscribe_internal(self, sid: int) -> None:
-        if self._subs.pop(sid, None) is not None and not self.is_closed:
-            try:
-                # Any thread (a finalizer, the timer thread): never waits for room.
-                self._w.send_nowait(commands.unsub(sid))
-            except errors.Error:
-                pass
+        self._table.remove_internal(sid)
 
     def _send_unsub(self, sid: int, max_msgs: int) -> None:
-        if self.is_closed:
-            raise errors.ConnectionClosedError()
-        self._w.send_nowait(commands.unsub(sid, max_msgs))
+        self._table.send_unsub(sid, max_msgs)
 
     def _remove_sub(self, sid: int) -> None:
-        self._subs.pop(sid, None)
+        self._table.remove(sid)
 
     def _resubscribe_commands(self) -> bytes:
-        parts = []
-        for sid, sub in list(self._subs.items()):
-            parts.append(commands.sub(sub.subject, sub.queue, sid))
-            if sub._max_msgs:
-                left = sub._max_msgs - sub._received
-                if left > 0:
-                    parts.append(commands.unsub(sid, left))
-        return b"".join(parts)
+        return self._table.resubscribe_commands()
 
     # -- request / reply ----------------------------------------------------
 
@@ -429,34 +301,8 @@ class Client:
         Raises NoRespondersError when nobody listens on ``subject`` (503) and
         TimeoutError when no reply comes within ``timeout``.
         """
-        # No fork check of its own: a forked connection refuses the write below.
-        waiter = Reply()
         hdr = _headers.encode(headers) if headers else None
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        mux = self._mux
-        token = mux.send(subject, payload, hdr, waiter, inline=True)
-        try:
-            got = self._conn.await_reply(waiter, deadline)
-        except BaseException:
-            # Interrupted (KeyboardInterrupt...): a late reply finds no waiter.
-            mux.cancel(token)
-            raise
-        if not got:
-            mux.cancel(token)
-            if self.is_closed:
-                # close() may not have reached this waiter yet (a thread that was
-                # reading for its reply sees the socket go first).
-                raise errors.ConnectionClosedError()
-            raise errors.TimeoutError()
-        msg: Msg | None = waiter.msg
-        if msg is None:
-            raise errors.ConnectionClosedError()
-        hdr_in = msg._hdr
-        if hdr_in is not None and not msg.data:
-            st = _status_of(hdr_in)
-            if st is not None and st[0] == 503:
-                raise errors.NoRespondersError()
-        return msg
+        return _request.request(self._conn, self._mux, subject, payload, hdr, timeout)
 
     # -- inbound frames (reader thread) -------------------------------------
 
@@ -572,38 +418,12 @@ class Client:
         self._conn.check_owner()
         deadline = None if timeout is None else time.monotonic() + timeout
         conn = self._conn
-        user_subs = [s for s in self._subs.values() if isinstance(s, Subscription)]
+        user_subs = self._table.user_subs()
         contexts = list(self._drainables)
         if conn.status is CONNECTED:
             conn._set_status(DRAINING)
-        late = False
         try:
-            for ctx in contexts:
-                ctx._drain_begin()  # no more pulls; buffered messages stay
-            for sub in user_subs:
-                try:
-                    self._send_unsub(sub.sid, 0)
-                except errors.Error:
-                    pass
-            try:
-                conn.flush(_left(deadline, 5.0))
-            except errors.Error:
-                pass
-            for sub in user_subs:
-                self._remove_sub(sub.sid)
-                sub._finish(None)
-            me = threading.current_thread()
-            for sub in user_subs:
-                t = sub._dispatcher
-                if t is not None and t is not me:
-                    t.join(_left(deadline, None))
-                    late = late or t.is_alive()
-            for ctx in contexts:
-                late = not ctx._drain_wait(deadline) or late
-            try:
-                conn.flush(_left(deadline, 5.0))  # the acks of what was just processed
-            except errors.Error:
-                pass
+            late = self._table.drain(user_subs, contexts, deadline)
         finally:
             self.close()
         if late:
@@ -627,9 +447,8 @@ class Client:
             self._ping_timer.cancel()
         self._conn.close()
         closed = errors.ConnectionClosedError()
-        for sub in list(self._subs.values()):
-            if isinstance(sub, Subscription):
-                sub._finish(closed, discard=True)
+        for sub in self._table.user_subs():
+            sub._finish(closed, discard=True)
         self._subs.clear()
         self._mux.close_all()
         self._notify("closed")

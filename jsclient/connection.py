@@ -107,7 +107,7 @@ class Connection:
         self._last_error: BaseException | None = None
         self.writer = Writer(self, opts)
         parser = _impl.parser.Parser(max_control_line=opts.max_control_line)
-        self.rs = _impl.delivery.ReadState(owner, subs, msg_type, parser, LINGER)
+        self.rs = _impl.readstate.ReadState(owner, subs, msg_type, parser, LINGER)
         self.reader = Reader(self, self.rs, self.writer, self._closing)
 
     # -- establishing ------------------------------------------------------

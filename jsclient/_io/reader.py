@@ -1,7 +1,7 @@
 """The read side of a connection: the reader thread, and requesters that read their reply.
 
 One thread at a time reads the socket, parses and routes (the *role*, kept by
-:class:`jsclient.protocol.delivery.ReadState`):
+:class:`jsclient.protocol.readstate.ReadState`):
 
 - READER: the reader thread (``jsclient-reader``) reads; it waits in
   ``poll()`` on the socket and a wake-up socket. It routes every frame, runs
@@ -48,11 +48,11 @@ from jsclient._io.options import CLOSED
 from jsclient._io.writer import DONTWAIT, INLINE, WAIT_SLICE, Writer
 from jsclient._threads import log
 
-_delivery = _impl.delivery
-LEAD = _delivery.LEAD
-WAKE = _delivery.WAKE
-WOULD_BLOCK = _delivery.WOULD_BLOCK
-HANDOFF = _delivery.HANDOFF
+_readstate = _impl.readstate
+LEAD = _readstate.LEAD
+WAKE = _readstate.WAKE
+WOULD_BLOCK = _readstate.WOULD_BLOCK
+HANDOFF = _readstate.HANDOFF
 
 READ_BUFFER = 256 * 1024
 #: How long the reading role waits for the next request before the reader takes it back.

@@ -40,42 +40,17 @@ one with no waiter), one that would start a slow episode, or one that reaches
 ``_max_msgs``. It returns ``(index of that frame or len(events), messages,
 payload bytes)``. What it delivers it delivers exactly as ``route`` would.
 
-:class:`ReadState` is the read side of one connection: its parser, the
-frames read and not yet routed (the *backlog*), the inbound counters, and
-who may read the socket (the *role*): the reader thread (READER), a thread
-waiting for a reply (LEADER, see ``join``), or nobody for a short while
-after a lead ended (LINGER), so that the next request takes the role at once.
-
-The Cython twin is what makes a requesting thread's reads safe against
-interrupts (``KeyboardInterrupt``, or any exception raised into that thread
-asynchronously): its ``read`` with ``full=False`` and the role methods are
-each one C call that runs no Python code, so an interrupt lands before or
-after one, never inside, and no frame is lost or half parsed. The
-connection lets requesters read only with the Cython twin; with this
-specification, only the reader thread reads.
+:class:`Reply` is what a requesting thread waits on; ``route_safe`` settles
+it without leaving C in the Cython twin. Who reads the socket, and when
+``route`` or ``route_safe`` runs, is :mod:`jsclient.protocol.readstate`.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
-
-from jsclient.errors import ProtocolError
-
-#: Who reads the socket.
-READER = 0
-LEADER = 1
-LINGER = 2
-#: What ``ReadState.join`` tells a requester.
-LEAD = 0  # read the socket now
-WAKE = 1  # wait; the reader thread must be woken to hand the role over
-WAIT = 2  # wait; a leader will hand the role over (or the reply comes)
-#: ``ReadState.read`` results besides the number of bytes read.
-WOULD_BLOCK = -1
-HANDOFF = -2  # stopped at a frame for the reader thread; it is in the backlog
 
 
 class MsgBase:
@@ -304,8 +279,8 @@ class Reply:
 
     ``deliver`` (the reply, or None when the connection closed) sets ``done``;
     ``wake`` with ``lead`` set hands the waiting thread the reading role (see
-    :meth:`ReadState.join`). Either may find the lock released already, so a
-    second release is ignored.
+    :meth:`jsclient.protocol.readstate.ReadState.join`). Either may find the
+    lock released already, so a second release is ignored.
     """
 
     __slots__ = ("done", "lead", "lock", "msg")
@@ -327,156 +302,3 @@ class Reply:
             self.lock.release()
         except RuntimeError:
             pass  # released already
-
-
-class ReadState:
-    """The read side of one connection; see the module docstring.
-
-    Reading (``read``, ``flush_backlog``, ``route_all``) is for the holder of
-    the role only. The role methods (``join``, ``leave``, ``reclaim``,
-    ``hand_over``) may be called from any thread.
-    """
-
-    def __init__(
-        self, owner: Any, subs: dict[int, Any], msg_type: Any, parser: Any, linger: float
-    ) -> None:
-        self.owner = owner
-        self.subs = subs
-        self.msg_type = msg_type
-        self.parser = parser
-        self.linger = linger
-        self.backlog: list[tuple[Any, ...]] = []
-        self.broken: BaseException | None = None  # a ProtocolError: the parser is unusable
-        self.in_msgs = 0
-        self.in_bytes = 0
-        self.role = READER
-        self.leader: Any = None
-        self.waiters: list[Any] = []
-        self.linger_since = 0.0
-        self._lock = threading.Lock()
-
-    # -- reading (role holder) -------------------------------------------------
-
-    def read(self, sock: Any, view: memoryview, flags: int, full: bool) -> int:
-        """One receive into ``view``, parsed and routed.
-
-        ``full``: route every frame (the reader thread); else stop before the
-        first frame that needs owner code and keep the rest in the backlog
-        (HANDOFF). Returns the bytes read, 0 at end of stream, WOULD_BLOCK, or
-        HANDOFF. A ProtocolError (also raised again by every later call) keeps
-        the frames before it in the backlog.
-        """
-        if self.broken is not None:
-            raise self.broken
-        if self.backlog:
-            if not full:
-                return HANDOFF
-            self.flush_backlog()
-        try:
-            n: int = sock.recv_into(view, 0, flags)
-        except BlockingIOError:
-            return WOULD_BLOCK
-        if n == 0:
-            return 0
-        try:
-            events = self.parser.feed(view[:n].tobytes())
-        except ProtocolError as exc:
-            self.backlog = list(getattr(exc, "events", None) or [])
-            self.broken = exc
-            raise
-        if full:
-            self.route_all(events)
-            return n
-        i, m, b = route_safe(self.owner, events, 0, self.subs, self.msg_type)
-        self.in_msgs += m
-        self.in_bytes += b
-        if i < len(events):
-            self.backlog = events[i:]
-            return HANDOFF
-        return n
-
-    def route_all(self, events: list[tuple[Any, ...]]) -> None:
-        """Route ``events`` in full (after the backlog), counting them."""
-        if self.backlog:
-            self.flush_backlog()
-        n, b = route(self.owner, events, self.subs, self.msg_type)
-        self.in_msgs += n
-        self.in_bytes += b
-
-    def flush_backlog(self) -> None:
-        """Route the backlog in full."""
-        events = self.backlog
-        self.backlog = []
-        n, b = route(self.owner, events, self.subs, self.msg_type)
-        self.in_msgs += n
-        self.in_bytes += b
-
-    def reset(self, parser: Any) -> None:
-        """A new socket: its parser (the backlog of the old one stays to be routed)."""
-        self.parser = parser
-        self.broken = None
-
-    # -- the role (any thread) -------------------------------------------------
-
-    def join(self, waiter: Any) -> int:
-        """A requester waits for ``waiter``'s reply: LEAD, WAKE or WAIT (see the constants)."""
-        with self._lock:
-            if self.role == LINGER and not self.backlog and self.broken is None:
-                self.role = LEADER
-                self.leader = waiter
-                waiter.lead = True
-                return LEAD
-            self.waiters.append(waiter)
-            return WAKE if self.role == READER else WAIT
-
-    def leave(self, waiter: Any, keep: bool) -> bool:
-        """``waiter`` stops waiting (reply, timeout, error, interrupt); safe to call twice.
-
-        If it was leading, the role goes to the next waiting requester, else
-        it lingers (``keep``: the socket is fine) or goes back to the reader
-        thread. True when the reader thread should be woken to take it.
-        """
-        with self._lock:
-            try:
-                self.waiters.remove(waiter)
-            except ValueError:
-                pass
-            if self.leader is not waiter:
-                return False
-            self.leader = None
-            if not self.backlog and self.broken is None:
-                if self._give():
-                    return False
-                if keep:
-                    self.role = LINGER
-                    self.linger_since = time.monotonic()
-                    return False
-            self.role = READER
-            return True
-
-    def reclaim(self) -> bool:
-        """Reader thread: True when the role is (back) with it; a linger past its time ends."""
-        with self._lock:
-            if self.role == LINGER and time.monotonic() - self.linger_since >= self.linger:
-                self.role = READER
-            return self.role == READER
-
-    def hand_over(self) -> bool:
-        """Reader thread, between reads: give the role to a waiting requester."""
-        with self._lock:
-            if self.role != READER or self.backlog or self.broken is not None:
-                return False
-            return self._give()
-
-    def _give(self) -> bool:
-        # With the lock held: the first waiter still waiting leads.
-        waiters = self.waiters
-        while waiters:
-            w = waiters.pop(0)
-            if not w.done:
-                self.role = LEADER
-                self.leader = w
-                w.lead = True
-                w.wake()
-                return True
-        return False

@@ -17,7 +17,7 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-MODULES = ("parser", "jsack", "status", "sizes", "delivery", "writer")
+MODULES = ("parser", "jsack", "status", "jsheaders", "sizes", "delivery", "readstate", "writer")
 
 
 def _load(package: str) -> SimpleNamespace:

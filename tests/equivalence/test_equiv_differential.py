@@ -524,11 +524,11 @@ def header_block(draw: st.DrawFn) -> bytes:
 def test_status_blocks(both: Pair, block: bytes) -> None:
     py, c = both
     same(lambda: py.status.status_of(block), lambda: c.status.status_of(block))
-    same(lambda: py.status.js_headers(block), lambda: c.status.js_headers(block))
+    same(lambda: py.jsheaders.js_headers(block), lambda: c.jsheaders.js_headers(block))
     for name in ("Nats-Pin-Id", "nats-pending-bytes", "Foo", ""):
         same(
-            lambda n=name: py.status.header_value(block, n),
-            lambda n=name: c.status.header_value(block, n),
+            lambda n=name: py.jsheaders.header_value(block, n),
+            lambda n=name: c.jsheaders.header_value(block, n),
         )
 
 
@@ -536,7 +536,10 @@ def test_status_blocks(both: Pair, block: bytes) -> None:
 @given(block=header_block(), name=st.sampled_from(JS_NAMES) | st.text(max_size=6))
 def test_header_value_names(both: Pair, block: bytes, name: str) -> None:
     py, c = both
-    same(lambda: py.status.header_value(block, name), lambda: c.status.header_value(block, name))
+    same(
+        lambda: py.jsheaders.header_value(block, name),
+        lambda: c.jsheaders.header_value(block, name),
+    )
 
 
 @SETTINGS
@@ -570,8 +573,10 @@ def test_classify_odd_types(both: Pair, code: Any, desc: Any) -> None:
 def test_status_odd_types(both: Pair, block: Any) -> None:
     py, c = both
     same(lambda: py.status.status_of(block), lambda: c.status.status_of(block))
-    same(lambda: py.status.js_headers(block), lambda: c.status.js_headers(block))
-    same(lambda: py.status.header_value(block, "x"), lambda: c.status.header_value(block, "x"))
+    same(lambda: py.jsheaders.js_headers(block), lambda: c.jsheaders.js_headers(block))
+    same(
+        lambda: py.jsheaders.header_value(block, "x"), lambda: c.jsheaders.header_value(block, "x")
+    )
 
 
 # ----------------------------------------------------------------------------- sizes
@@ -656,7 +661,7 @@ def test_public_names_match(both: Pair) -> None:
         # "@py_builtins"/"@pytest_ar": pytest's assertion rewriting of the plugin's package
         return {n for n in vars(mod) if not n.startswith(("_", "@"))} - ignore
 
-    for name in ("parser", "jsack", "status", "sizes"):
+    for name in ("parser", "jsack", "status", "jsheaders", "sizes"):
         pub_py = public(getattr(py, name))
         pub_c = public(getattr(c, name))
         assert pub_py == pub_c, name
@@ -681,10 +686,10 @@ def _params(fn: Any) -> list[str]:
         ("jsack", "pub_ack_fields"),
         ("status", "status_of"),
         ("status", "classify"),
-        ("status", "js_headers"),
-        ("status", "header_value"),
-        ("status", "direct_headers"),
-        ("status", "stamp_ns"),
+        ("jsheaders", "js_headers"),
+        ("jsheaders", "header_value"),
+        ("jsheaders", "direct_headers"),
+        ("jsheaders", "stamp_ns"),
         ("sizes", "msg_size"),
         ("sizes", "PendingCounter.on_message"),
         ("sizes", "PendingCounter.on_status"),

@@ -1,4 +1,4 @@
-"""``status.direct_headers`` and ``status.stamp_ns`` (batched direct gets): shared
+"""``jsheaders.direct_headers`` and ``jsheaders.stamp_ns`` (batched direct gets): shared
 vectors for both implementations, and the two against each other on generated input."""
 
 from __future__ import annotations
@@ -91,17 +91,17 @@ STAMPS: list[tuple[bytes, int | None]] = [
 
 @pytest.mark.parametrize(("block", "expected"), DIRECT)
 def test_direct_headers(impl: SimpleNamespace, block: bytes, expected: tuple[Any, ...]) -> None:
-    got = impl.status.direct_headers(block)
+    got = impl.jsheaders.direct_headers(block)
     assert got == expected
     assert [type(x) for x in got] == [type(x) for x in expected]
 
 
 @pytest.mark.parametrize(("raw", "expected"), STAMPS)
 def test_stamp_ns(impl: SimpleNamespace, raw: bytes, expected: int | None) -> None:
-    assert impl.status.stamp_ns(raw) == expected
+    assert impl.jsheaders.stamp_ns(raw) == expected
     if expected is not None:
         block = b"NATS/1.0\r\nNats-Time-Stamp: " + raw + b"\r\n\r\n"
-        assert impl.status.direct_headers(block)[2] == expected
+        assert impl.jsheaders.direct_headers(block)[2] == expected
 
 
 @pytest.mark.parametrize("arg", [bytearray(SERVER), memoryview(SERVER), "NATS/1.0", 5])
@@ -137,7 +137,7 @@ def test_stamps_agree_with_datetime(
     whole = when.replace(microsecond=0, tzinfo=UTC) - _EPOCH
     want = (whole // timedelta(seconds=1)) * 1_000_000_000 + int(frac9[:digits].ljust(9, "0"))
     for ns in both:
-        assert ns.status.stamp_ns(raw) == want
+        assert ns.jsheaders.stamp_ns(raw) == want
 
 
 @SETTINGS
@@ -147,7 +147,7 @@ def test_stamps_agree_with_datetime(
 )
 def test_stamps_differential(both: tuple[SimpleNamespace, SimpleNamespace], raw: bytes) -> None:
     py, c = both
-    assert py.status.stamp_ns(raw) == c.status.stamp_ns(raw)
+    assert py.jsheaders.stamp_ns(raw) == c.jsheaders.stamp_ns(raw)
 
 
 _NAMES = [
@@ -183,4 +183,4 @@ def test_direct_headers_differential(
     both: tuple[SimpleNamespace, SimpleNamespace], block: bytes
 ) -> None:
     py, c = both
-    assert py.status.direct_headers(block) == c.status.direct_headers(block)
+    assert py.jsheaders.direct_headers(block) == c.jsheaders.direct_headers(block)

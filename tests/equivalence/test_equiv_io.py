@@ -5,7 +5,7 @@
   once);
 - ``commands.frame_start``;
 - ``delivery.route_safe`` (stops before owner code, delivers the rest as
-  ``route`` does) and ``ReadState`` (reads, the backlog, the reading role).
+  ``route`` does) and ``readstate.ReadState`` (reads, the backlog, the reading role).
 
 Every test runs against the pure specification and its Cython twin, plus
 differential tests that feed both the same random input.
@@ -378,28 +378,29 @@ class ScriptedReader:
 
 def _read_state(impl: SimpleNamespace) -> tuple[Any, Any, Owner]:
     d = impl.delivery
+    r = impl.readstate
     owner = Owner()
     sub = d.SubState(1, 1 << 30, 1 << 30, 0)
-    rs = d.ReadState(owner, {1: sub}, d.MsgBase, impl.parser.Parser(), 0.001)
+    rs = r.ReadState(owner, {1: sub}, d.MsgBase, impl.parser.Parser(), 0.001)
     return rs, sub, owner
 
 
 def test_read_routes_what_needs_no_owner_code_and_keeps_the_rest(impl: SimpleNamespace) -> None:
-    d = impl.delivery
+    r = impl.readstate
     rs, sub, owner = _read_state(impl)
     view = memoryview(bytearray(4096))
     wire = [b"MSG a 1 1\r\nx\r\nMSG a 1 1\r", b"\ny\r\nPONG\r\nMSG a 1 1\r\nz\r\n", b""]
     sock = ScriptedReader(wire)
     assert rs.read(sock, view, 0, False) > 0  # one whole MSG, one half
     assert sub._received == 1 and rs.backlog == []
-    assert rs.read(sock, view, 0, False) == d.HANDOFF  # stopped at PONG
+    assert rs.read(sock, view, 0, False) == r.HANDOFF  # stopped at PONG
     assert sub._received == 2 and [ev[0] for ev in rs.backlog] == [2, 0]
-    assert rs.read(sock, view, 0, False) == d.HANDOFF  # nothing read while a backlog waits
+    assert rs.read(sock, view, 0, False) == r.HANDOFF  # nothing read while a backlog waits
     rs.flush_backlog()
     assert owner.calls == [("control", 2)] and sub._received == 3 and rs.backlog == []
     assert (rs.in_msgs, rs.in_bytes) == (3, 3)
     assert rs.read(sock, view, 0, True) == 0  # end of stream
-    assert rs.read(ScriptedReader([]), view, 0, True) == d.WOULD_BLOCK
+    assert rs.read(ScriptedReader([]), view, 0, True) == r.WOULD_BLOCK
 
 
 def test_a_protocol_error_keeps_the_frames_before_it(impl: SimpleNamespace) -> None:
@@ -417,50 +418,53 @@ def test_a_protocol_error_keeps_the_frames_before_it(impl: SimpleNamespace) -> N
 
 def test_the_reading_role(impl: SimpleNamespace) -> None:
     d = impl.delivery
+    r = impl.readstate
     rs, _, _ = _read_state(impl)
     a, b, c = d.Reply(), d.Reply(), d.Reply()
-    assert rs.role == d.READER
-    assert rs.join(a) == d.WAKE and rs.join(b) == d.WAKE  # queued; wake the reader thread
-    assert rs.hand_over() and rs.role == d.LEADER and rs.leader is a and a.lead
+    assert rs.role == r.READER
+    assert rs.join(a) == r.WAKE and rs.join(b) == r.WAKE  # queued; wake the reader thread
+    assert rs.hand_over() and rs.role == r.LEADER and rs.leader is a and a.lead
     assert not a.lock.locked()  # woken to lead
-    assert rs.join(c) == d.WAIT  # a leader will pass the role on
+    assert rs.join(c) == r.WAIT  # a leader will pass the role on
     assert not rs.leave(c, True) and rs.waiters == [b]  # c gave up waiting
     assert not rs.leave(a, True) and rs.leader is b and b.lead  # passed on to b
-    assert not rs.leave(b, True) and rs.role == d.LINGER  # nobody waits: linger
+    assert not rs.leave(b, True) and rs.role == r.LINGER  # nobody waits: linger
     x = d.Reply()
-    assert rs.join(x) == d.LEAD and rs.leader is x  # the next request leads at once
-    assert rs.leave(x, False) and rs.role == d.READER  # socket gone: back to the reader
+    assert rs.join(x) == r.LEAD and rs.leader is x  # the next request leads at once
+    assert rs.leave(x, False) and rs.role == r.READER  # socket gone: back to the reader
     assert not rs.leave(x, False)  # twice is harmless
     y = d.Reply()
-    assert rs.join(y) == d.WAKE
+    assert rs.join(y) == r.WAKE
     y.deliver(None)  # its reply came before the hand-over
-    assert not rs.hand_over() and rs.role == d.READER  # a done waiter is skipped
+    assert not rs.hand_over() and rs.role == r.READER  # a done waiter is skipped
     assert rs.leave(y, True) is False
 
 
 def test_linger_ends_and_the_reader_reclaims(impl: SimpleNamespace) -> None:
     d = impl.delivery
+    r = impl.readstate
     rs, _, _ = _read_state(impl)
     x = d.Reply()
     rs.join(x)
     rs.hand_over()
     rs.leave(x, True)
-    assert (rs.role == d.LINGER and not rs.reclaim()) or rs.role == d.READER
+    assert (rs.role == r.LINGER and not rs.reclaim()) or rs.role == r.READER
     import time
 
     time.sleep(0.005)
-    assert rs.reclaim() and rs.role == d.READER
+    assert rs.reclaim() and rs.role == r.READER
 
 
 def test_a_leader_with_a_backlog_hands_back_to_the_reader(impl: SimpleNamespace) -> None:
     d = impl.delivery
+    r = impl.readstate
     rs, _, _ = _read_state(impl)
     x, y = d.Reply(), d.Reply()
     rs.join(x)
     rs.join(y)
     rs.hand_over()
     rs.backlog = [(2,)]
-    assert rs.leave(x, True) and rs.role == d.READER  # not to y: the backlog comes first
+    assert rs.leave(x, True) and rs.role == r.READER  # not to y: the backlog comes first
     assert not rs.hand_over()  # nor while the backlog waits
     rs.flush_backlog()
     assert rs.hand_over() and rs.leader is y

@@ -143,12 +143,12 @@ def test_status_constants(impl: SimpleNamespace) -> None:
 
 @pytest.mark.parametrize(("block", "expected"), v.JS_HEADERS)
 def test_js_headers(impl: SimpleNamespace, block: bytes, expected: Any) -> None:
-    check(lambda: impl.status.js_headers(block), expected)
+    check(lambda: impl.jsheaders.js_headers(block), expected)
 
 
 @pytest.mark.parametrize(("block", "name", "expected"), v.HEADER_VALUE)
 def test_header_value(impl: SimpleNamespace, block: bytes, name: str, expected: Any) -> None:
-    got = impl.status.header_value(block, name)
+    got = impl.jsheaders.header_value(block, name)
     assert got == expected
 
 

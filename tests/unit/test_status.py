@@ -6,7 +6,8 @@ import pytest
 
 from jsclient.errors import BadHeaderError
 from jsclient.protocol import status as st
-from jsclient.protocol.status import classify, header_value, js_headers, status_of
+from jsclient.protocol.jsheaders import header_value, js_headers
+from jsclient.protocol.status import classify, status_of
 
 
 def test_kind_constants() -> None:

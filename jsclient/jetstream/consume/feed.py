@@ -35,7 +35,7 @@ from jsclient.jetstream.consume.engine import (
 
 _status = _impl.status
 _classify = _status.classify
-_js_headers = _status.js_headers
+_js_headers = _impl.jsheaders.js_headers
 _mono = time.monotonic
 
 _PLAIN_HDR = b"NATS/1.0\r\n"

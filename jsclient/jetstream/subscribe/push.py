@@ -86,7 +86,7 @@ _mono = time.monotonic
 _status = _impl.status
 _status_of = _status.status_of
 _classify = _status.classify
-_js_headers = _status.js_headers
+_js_headers = _impl.jsheaders.js_headers
 _parse_jsack = _impl.jsack.parse_jsack
 
 DELETE_POLICIES = ("if_created", "never", "always")
