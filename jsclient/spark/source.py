@@ -10,27 +10,25 @@ Where each piece runs: ``schema``/``reader``/``writer`` and batch
 ``partitions`` in short-lived planning workers; ``read``/``write`` on the
 executors; ``commit``/``abort`` of writers in a driver-side worker; the
 streaming reader's offset methods in one driver-side worker per query.
+
+This module holds the data source and its read side (the batch reader and the
+streaming source); the write side (the batch writer and the streaming sink) is
+in :mod:`jsclient.spark._sink`, and its classes are importable from here too.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
-    DataSourceArrowWriter,
     DataSourceReader,
-    DataSourceStreamArrowWriter,
     DataSourceStreamReader,
     InputPartition,
-    WriterCommitMessage,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import (
@@ -52,20 +50,24 @@ from pyspark.sql.types import (
 )
 
 from jsclient import errors
-from jsclient.spark._read import (
+from jsclient.spark._plan import (
     SeqRange,
     StreamState,
     first_seq_at,
     plan_ranges,
     pull_size,
-    read_range,
     split,
     stream_state,
     use_direct,
 )
-from jsclient.spark._write import WritePlan, WriteResult, publish_batches
+from jsclient.spark._read import read_range
+from jsclient.spark._sink import (
+    JetStreamCommitMessage,
+    JetStreamStreamWriter,
+    JetStreamWriter,
+    plan_write,
+)
 from jsclient.spark.options import (
-    IGNORED_WRITE_COLUMNS,
     READ_COLUMNS,
     ReadOptions,
     StreamReadOptions,
@@ -107,6 +109,7 @@ _READ_TYPES: dict[str, tuple[DataType, ...]] = {
     "data": (BinaryType(), StringType()),
     "headers": (_HEADERS_TYPE,),
 }
+
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema Spark checks read batches against (exact: tz=UTC, nullability)."""
@@ -348,5 +351,3 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if not isinstance(partition, SeqRange):
             return iter(())
         return read_range(self.opts.read, partition, self.arrow_schema, self.opts.fail_on_data_loss)
-
-
