@@ -12,14 +12,17 @@ completes each one with its PubAck, parsed by the C twin of
 ``jsack.pub_ack_fields`` in the common case.
 
 At most ``window`` publishes wait for their acks; a sender waits for room for
-at most ``timeout`` seconds. Acks lost to a disconnect are marked lost (the
-caller sends those messages again: same id, stored once), and so are acks that
-do not come within ``timeout``. Every wait is bounded.
+at most ``timeout`` seconds. The window is the async-publish engine's
+(:mod:`jsclient.jetstream.publish.engine`), with its one disconnect rule: a
+publish written to the socket that was then lost is marked lost (the caller
+sends it again: same id, stored once); one sent after the loss waits in the
+reconnect buffer, goes out on reconnect and is acked normally, whenever the
+"disconnected" event comes. Acks that do not come within ``timeout`` are
+marked lost too. Every wait is bounded.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections import deque
@@ -28,7 +31,7 @@ from typing import Any
 
 from jsclient import _impl, errors
 from jsclient.jetstream._wire import parse_pub_ack, pub_headers, status_reply_error
-from jsclient.jetstream.publish.window import Window
+from jsclient.jetstream.publish.engine import PublishEngine
 from jsclient.protocol.headers import encode as encode_headers
 
 __all__ = ["FAILED", "LOST", "OK", "PENDING", "Ack", "AckWindow", "header_block"]
@@ -59,8 +62,8 @@ class Ack:
         "_token",
         "body",
         "duplicate",
-        "epoch",
         "error",
+        "publish_time",
         "row",
         "seq",
         "state",
@@ -79,7 +82,7 @@ class Ack:
         self.seq = 0
         self.duplicate = False
         self.error: BaseException | None = None
-        self.epoch = 0
+        self.publish_time = 0.0  # of its send (the engine's disconnect rule)
 
     def again(self) -> Ack:
         """The same message (same subject, payload, headers, id) as a new request."""
@@ -112,7 +115,7 @@ class Ack:
         win.finish(self, LOST if lost else FAILED, status_reply_error(self.subject, status))
 
 
-class AckWindow:
+class AckWindow(PublishEngine[Ack]):
     """Sends :class:`Ack` batches with at most ``window`` unacknowledged (see module doc)."""
 
     def __init__(self, nc: Any, window: int, timeout: float) -> None:
@@ -120,25 +123,15 @@ class AckWindow:
         self.window = max(1, window)
         self.timeout = timeout
         self._lock = threading.Lock()  # an ack's state changes once, under it
-        self.sent = 0  # by the sending thread
-        self.done = 0  # under the lock
-        self.epoch = 0  # disconnects seen
-        self._swept = 0  # the epoch whose earlier acks were last given up
+        # The engine's pending set and window: full at ``window``, resumes at half.
+        self._init_engine(nc, self.window, self.window // 2)
         # Sent and not yet taken by the caller, in send order (the caller pops
         # finished ones from the left).
         self.inflight: deque[Ack] = deque()
-        # The publish paths' one window: full at ``window``, resumes at half.
-        self._win = Window(self.window, self.window // 2, self._outstanding)
-        nc._add_listener(self._on_event)
+        self._listen()
 
     def close(self) -> None:
-        self.nc._remove_listener(self._on_event)
-
-    def _outstanding(self) -> int:
-        return self.sent - self.done
-
-    def _moved_on(self, epoch: int) -> bool:
-        return self.epoch != epoch  # a disconnect since ``epoch``
+        self._unlisten()
 
     # -- reader / callback threads -------------------------------------------
 
@@ -149,8 +142,8 @@ class AckWindow:
             ack.seq = seq
             ack.duplicate = duplicate
             ack.state = OK
-            self.done += 1
-        self._win.released()
+            self._pending.pop(ack, None)
+        self._window.released()
 
     def finish(self, ack: Ack, state: int, error: BaseException) -> None:
         with self._lock:
@@ -158,14 +151,13 @@ class AckWindow:
                 return
             ack.error = error
             ack.state = state
-            self.done += 1
-        self._win.released()
+            self._pending.pop(ack, None)
+        self._window.released()
 
-    def _on_event(self, event: str) -> None:
-        if event in ("disconnected", "closed"):
-            with self._lock:
-                self.epoch += 1
-            self._win.wake_all()
+    def _lost(self, ack: Ack, exc: BaseException) -> None:
+        # Events thread: the engine took the token back (a disconnect, or the
+        # close): the writer sends the message again, same id.
+        self.finish(ack, LOST, exc)
 
     # -- the sending thread ----------------------------------------------------
 
@@ -180,10 +172,10 @@ class AckWindow:
 
     def _submit(self, acks: list[Ack]) -> None:
         self._wait(self.window - len(acks), what="room in the publish window")
-        epoch = self.epoch
+        now = time.monotonic()  # before the write: the disconnect rule compares it
         for ack in acks:
-            ack.epoch = epoch
-        self.sent += len(acks)
+            ack.publish_time = now
+        self._pending.update(dict.fromkeys(acks))  # before the write: the ack may come first
         self.inflight.extend(acks)
         for ack, exc in self.nc._mux.send_batch(acks):
             refused = isinstance(exc, errors.BadSubjectError | errors.MaxPayloadError)
@@ -205,24 +197,13 @@ class AckWindow:
     def _wait(self, limit: int, what: str) -> None:
         """Until at most ``limit`` are outstanding (TimeoutError after ``timeout`` s).
 
-        The acks of messages sent before a disconnect will not come: they are
-        marked lost (the caller sends them again) and the wait goes on.
+        The acks of messages written to a socket that was lost will not come:
+        the engine marks them lost (the caller sends them again) and the
+        window wakes this wait.
         """
-        limit = max(0, limit)
         deadline = time.monotonic() + self.timeout
-        while True:
-            epoch = self.epoch
-            if epoch != self._swept:
-                # A disconnect since the last look (before or during this wait).
-                self._swept = epoch
-                self._give_up(
-                    (a for a in self.inflight if a.epoch < epoch),
-                    errors.PublishDisconnectedError(),
-                )
-            if self._win.wait_below(limit, deadline, functools.partial(self._moved_on, epoch)):
-                return
-            if self.epoch == epoch:  # not a disconnect: the deadline
-                raise errors.TimeoutError(
-                    f"nats: no acks for {self.timeout:g} s while waiting for {what} "
-                    f"({self.sent - self.done} publishes unacknowledged)"
-                )
+        if not self._window.wait_below(max(0, limit), deadline):
+            raise errors.TimeoutError(
+                f"nats: no acks for {self.timeout:g} s while waiting for {what} "
+                f"({len(self._pending)} publishes unacknowledged)"
+            )

@@ -13,9 +13,12 @@ The first row of a task waits for its ack, so a missing stream or a refused
 subject fails at once with the server's answer; the rest go out in batches
 through an :class:`~jsclient.spark._publish.AckWindow`, with at most
 ``publishWindow`` acks outstanding. A publish whose ack was lost (no stream
-answered yet, a disconnect, no ack within ``publishTimeout``) is sent again
-with the same id, up to ``publishRetries`` times. The task returns only when
-every message is acked, so Spark's commit means "all of it is stored".
+answered yet, written to a socket that was then lost, no ack within
+``publishTimeout``) is sent again with the same id, up to ``publishRetries``
+times; one made while the connection was down goes out from the reconnect
+buffer and is acked normally (the async-publish engine's disconnect rule).
+The task returns only when every message is acked, so Spark's commit means
+"all of it is stored".
 """
 
 from __future__ import annotations

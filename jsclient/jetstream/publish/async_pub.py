@@ -18,24 +18,28 @@ its token registered).
   ``ack_timeout``), counted from when it joins the window, so a lost ack (a
   stream leader stepping down drops publishes) fails its future with
   ``TimeoutError`` and frees its place, and ``publish_async_complete()``
-  always ends. Publishes with the default timeout are checked by one timer,
-  armed for the oldest one's deadline (the window is in publish order, so
-  the first not yet due ends the check) and armed again, after a publish
-  joined, whenever none is; one with a timeout of its own gets its own timer,
+  always ends. Publishes with the default timeout are checked by the
+  engine's sweep timer; one with a timeout of its own gets its own timer,
   which its ack cancels (a cancelled timer leaves the scheduler's heap).
 - **503**: a "no responders" reply (the stream is starting or electing a
   leader) is retried twice, 250 ms apart, from the timer thread, which
   queues the retry without ever waiting for room.
-- **Disconnect**: every pending future fails with
-  :class:`~jsclient.errors.PublishDisconnectedError`; the server may or may
-  not have stored those messages.
+- **Disconnect**: a future fails with
+  :class:`~jsclient.errors.PublishDisconnectedError` only if its publish was
+  written to the socket that was lost (the server may or may not have stored
+  it); a publish made after the socket was lost waits in the reconnect buffer,
+  goes out on reconnect and completes normally, whenever the "disconnected"
+  event reaches the library (the engine's one rule:
+  :mod:`jsclient.jetstream.publish.engine`). "closed" fails every pending future.
+
+The window, the sweep, the 503 timer and the disconnect rule are the
+engine's (:class:`~jsclient.jetstream.publish.engine.PublishEngine`); the
+futures are this module's.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-import weakref
 from collections.abc import Callable
 from time import monotonic as _mono
 from typing import TYPE_CHECKING
@@ -44,13 +48,8 @@ from jsclient import errors
 from jsclient._future import LazyFuture, completion_lock
 from jsclient._threads import TimerHandle
 from jsclient.api import PubAck
-from jsclient.jetstream._wire import (
-    PUBLISH_RETRY_WAIT,
-    may_resend,
-    parse_pub_ack,
-    status_reply_error,
-)
-from jsclient.jetstream.publish.window import Window
+from jsclient.jetstream._wire import parse_pub_ack, status_reply_error
+from jsclient.jetstream.publish.engine import PublishEngine
 
 if TYPE_CHECKING:
     from jsclient._core import Core
@@ -63,24 +62,24 @@ class PubFuture(LazyFuture[PubAck]):
     __slots__ = ()
 
 
-class AsyncPublisher:
+class AsyncPublisher(PublishEngine["_AsyncPub"]):
     """The async publishes of one JetStream context (see the module docstring)."""
 
     def __init__(
         self, client: Core, max_pending: int, stall_wait: float, ack_timeout: float | None
     ) -> None:
-        self.client = client
         self.max_pending = int(max_pending)
         self.stall_wait = float(stall_wait)
         self.ack_timeout = None if ack_timeout is None else float(ack_timeout)
-        self.lock = threading.Lock()  # the sweep timer and the listener
-        self.pending: dict[_AsyncPub, None] = {}  # in publish order
         # A stalled publish_async resumes once a quarter of the window is free.
         limit = max(0, self.max_pending)
-        self.window = Window(limit, max(0, limit - max(1, limit // 4)), self.pending.__len__)
-        self.sweep: TimerHandle | None = None
-        self.listening = False
+        self._init_engine(client, limit, max(0, limit - max(1, limit // 4)))
         self.runner = client._callbacks.submit  # where the futures' done callbacks run
+
+    @property
+    def pending(self) -> dict[_AsyncPub, None]:
+        """The publishes waiting for their acks, in publish order."""
+        return self._pending
 
     def publish(
         self,
@@ -89,9 +88,9 @@ class AsyncPublisher:
         headers: bytes | None,
         ack_timeout: float | None,
     ) -> PubFuture:
-        if not self.listening:
+        if self._listener is None:
             self._listen()
-        client = self.client
+        client = self._client
         ack = _AsyncPub(self, subject, payload, headers, self.runner)
         own = 0.0  # a timeout of this publish's own, on a timer of its own
         timeout = None  # the context's timeout, checked by the sweep
@@ -101,24 +100,26 @@ class AsyncPublisher:
             own = ack_timeout
         else:
             raise ValueError(f"ack_timeout must be positive, got {ack_timeout!r}")
-        pending = self.pending
+        pending = self._pending
         if 0 < self.max_pending <= len(pending):  # window.full(), inline: once per publish
             # Back-pressure: a full window must drain to its mark, within stall_wait.
-            window = self.window
+            window = self._window
             if not window.wait_room(_mono() + self.stall_wait) and window.full():
                 raise errors.TooManyStalledMsgsError()
+        # Before the write: the disconnect rule compares it with the socket's loss.
+        now = ack.publish_time = _mono()
         if timeout is not None:
-            ack.deadline = _mono() + timeout  # counted from joining the window
+            ack.deadline = now + timeout  # counted from joining the window
         # One dict operation, atomic on its own (a built-in container's
         # operations are, with or without a GIL): no lock of ours for it.
         # Threads publishing at once may each add one past the window.
         pending[ack] = None
         # Armed after joining (issue 32): a publish that waited for room while
         # the sweep failed the whole window and found nothing to re-arm for
-        # was left with a deadline and no timer. A sweep clears ``sweep``
+        # was left with a deadline and no timer. A sweep clears its timer
         # before it copies the window: it sees this publish, or this line
         # sees None and arms one.
-        if timeout is not None and self.sweep is None:
+        if timeout is not None and self._sweep_timer is None:
             self._arm(timeout)
         try:
             token = client._mux.send(subject, payload, headers, ack)
@@ -130,67 +131,42 @@ class AsyncPublisher:
             client._mux.cancel(token)
         elif own:
             # If the ack wins the race with this line, the timer finds it done.
-            ack.timer = client._scheduler.call_later(own, self._timed_out, ack)
+            ack.timer = client._scheduler.call_later(own, self._expired, ack)
         return ack
-
-    def _arm(self, delay: float) -> None:
-        with self.lock:
-            if self.sweep is None:
-                self.sweep = self.client._scheduler.call_later(delay, self._sweep)
 
     def complete(self, timeout: float | None) -> None:
         """Wait until every publish so far is acked or failed (TimeoutError after ``timeout``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        if not self.window.wait_below(0, deadline):
-            raise errors.TimeoutError(f"nats: {len(self.pending)} async publishes still pending")
+        if not self._window.wait_below(0, deadline):
+            raise errors.TimeoutError(f"nats: {len(self._pending)} async publishes still pending")
 
-    # -- internals ----------------------------------------------------------------
+    # -- the engine's hooks ---------------------------------------------------------
 
-    def _sweep(self) -> None:
-        # Timer thread: fail what is past its deadline; re-arm for the oldest left.
-        now = time.monotonic()
-        expired: list[_AsyncPub] = []
-        with self.lock:
-            self.sweep = None
-            nxt = 0.0
-            for ack in list(self.pending):  # a copy: others add and remove meanwhile
-                due = ack.deadline
-                if not due:
-                    continue  # a timeout of its own (or none)
-                if due > now:
-                    nxt = due  # the oldest not yet due: the rest are younger
-                    break
-                expired.append(ack)
-            if nxt:
-                self.sweep = self.client._scheduler.call_later(nxt - now, self._sweep)
-        for ack in expired:
-            self._timed_out(ack)
-
-    def _timed_out(self, ack: _AsyncPub) -> None:
+    def _expired(self, ack: _AsyncPub) -> None:
         if not ack._lz_done:
             self.abandon(
                 ack,
                 errors.TimeoutError(f"nats: timeout waiting for the publish ack on {ack.subject}"),
             )
 
-    def on_empty_reply(self, ack: _AsyncPub, msg: Msg | None) -> None:
-        # Reader thread: the connection closed (None) or a status came back.
-        if msg is None:
-            self.finish(ack, None, errors.ConnectionClosedError())
-            return
-        st = msg.status
-        if st is not None and st[0] == 503 and may_resend(ack.retries) and not ack._lz_done:
-            ack.retries += 1
-            ack.token = None
-            self.client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend, ack)
-            return
-        self.finish(ack, None, status_reply_error(ack.subject, st))
+    def _lost(self, ack: _AsyncPub, exc: BaseException) -> None:
+        # The engine took the token back: the reply will not come.
+        self.finish(ack, None, exc)
 
-    def _resend(self, ack: _AsyncPub) -> None:
-        # Timer thread: retry after a 503 with a fresh reply token; never waits for room.
+    def _on_conn_event(self, event: str) -> None:
+        super()._on_conn_event(event)
+        if event == "closed":
+            # Every pending future fails, with or without a registered token
+            # (a 503 re-send waiting for its timer, a send in progress).
+            for ack in list(self._pending):
+                self.abandon(ack, errors.ConnectionClosedError())
+
+    def _resend_503(self, ack: _AsyncPub) -> None:
+        # Timer thread: a fresh reply token; never waits for room.
         if ack._lz_done:
             return
-        client = self.client
+        client = self._client
+        ack.publish_time = _mono()
         try:
             token = client._mux.send(ack.subject, ack.payload, ack.headers, ack, nowait=True)
         except errors.Error as exc:
@@ -199,14 +175,26 @@ class AsyncPublisher:
         if ack.set_token(token):
             client._mux.cancel(token)
 
+    # -- completing -----------------------------------------------------------------
+
+    def on_empty_reply(self, ack: _AsyncPub, msg: Msg | None) -> None:
+        # Reader thread: the connection closed (None) or a status came back.
+        if msg is None:
+            self.finish(ack, None, errors.ConnectionClosedError())
+            return
+        st = msg.status
+        if not ack._lz_done and self._retry_503(ack, st):
+            return
+        self.finish(ack, None, status_reply_error(ack.subject, st))
+
     def abandon(self, ack: _AsyncPub, exc: BaseException) -> None:
         """Fail a pending publish whose reply will not be awaited any more."""
         if self.finish(ack, None, exc):
             # Read after ``done`` is set, under the lock the publisher sets the
             # token and reads ``done`` under: one of the two cancels it.
             with completion_lock:
-                token = ack.token
-            self.client._mux.cancel(token)
+                token = ack._token
+            self._client._mux.cancel(token)
 
     def finish(self, ack: _AsyncPub, result: PubAck | None, exc: BaseException | None) -> bool:
         """Complete the future unless another path did first; True if this call did."""
@@ -221,36 +209,10 @@ class AsyncPublisher:
     def _forget(self, ack: _AsyncPub) -> None:
         # Reader thread, mostly: one dict operation; the window takes a lock
         # only when a publisher or a completer waits.
-        self.pending.pop(ack, None)
-        window = self.window
+        self._pending.pop(ack, None)
+        window = self._window
         if window._waiting:  # released()'s own first test, inline: once per ack
             window.released()
-
-    def _listen(self) -> None:
-        # A weak reference: the client's listener list must not keep every
-        # context ever made alive.
-        with self.lock:
-            if self.listening:
-                return
-            self.listening = True
-        ref = weakref.ref(self)
-        client = self.client
-
-        def on_event(event: str) -> None:
-            pub = ref()
-            if pub is None:
-                client._remove_listener(on_event)
-            elif event == "disconnected":
-                pub.fail_pending(errors.PublishDisconnectedError)
-            elif event == "closed":
-                pub.fail_pending(errors.ConnectionClosedError)
-
-        client._add_listener(on_event)
-
-    def fail_pending(self, exc_type: Callable[[], BaseException]) -> None:
-        acks = list(self.pending)  # a copy: the reader removes meanwhile
-        for ack in acks:
-            self.abandon(ack, exc_type())
 
 
 class _AsyncPub(PubFuture):
@@ -261,7 +223,17 @@ class _AsyncPub(PubFuture):
     the socket reader thread.
     """
 
-    __slots__ = ("deadline", "headers", "owner", "payload", "retries", "subject", "timer", "token")
+    __slots__ = (
+        "_resends",
+        "_token",
+        "deadline",
+        "headers",
+        "owner",
+        "payload",
+        "publish_time",
+        "subject",
+        "timer",
+    )
 
     def __init__(
         self,
@@ -282,16 +254,17 @@ class _AsyncPub(PubFuture):
         self.subject = subject
         self.payload = payload
         self.headers = headers
-        self.token: str | None = None
+        self._token: str | None = None
         self.timer: TimerHandle | None = None
         self.deadline = 0.0  # checked by the owner's sweep (0: a timer of its own, or none)
-        self.retries = 0
+        self.publish_time = 0.0  # of the latest send (the engine's disconnect rule)
+        self._resends = 0  # 503 re-sends (the engine's 503 rule)
 
     def set_token(self, token: str) -> bool:
         """Note the reply token; True if the future is done already (the caller
         then cancels the token: whoever finished it may have read none)."""
         with completion_lock:
-            self.token = token
+            self._token = token
             return self._lz_done
 
     def deliver(self, msg: Msg | None) -> None:

@@ -164,7 +164,7 @@ class _Owner(Protocol):
     _window: Window  # the publish paths' one window (its resume mark is refill_allowed_at)
     _lock: threading.Lock
     _done: deque[Flight]
-    _in_flight: set[Flight]
+    _pending: dict[Flight, None]  # the engine's: in flight, in publish order
     _held: bool
     _draining: bool
     _flights_waiting: bool
@@ -333,8 +333,8 @@ class Flight(_Future["Flight"]):
             # A PubAck (errors start {"error":): the message is no longer in
             # flight, whatever settling it takes. Failures keep their place
             # until the flights runner has decided on a retry.
-            in_flight = owner._in_flight
-            in_flight.discard(self)
+            in_flight = owner._pending
+            in_flight.pop(self, None)
             if owner._held and not owner._draining:
                 # The window is full: let the publish runner write the next
                 # batch first; it wakes the flights runner after that (or the

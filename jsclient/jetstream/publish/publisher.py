@@ -25,8 +25,10 @@ Both are plain loops for threads the caller owns (a web worker, an executor);
 
 Like ``JetStream.publish_async``, a 503 (no stream yet, e.g. just after a
 restart) is re-sent twice, 250 ms apart, before the attempt fails with
-NoStreamResponseError; a disconnect fails every attempt waiting for its ack
-with PublishDisconnectedError.
+NoStreamResponseError; a disconnect fails the attempts written to the lost
+socket with PublishDisconnectedError (the async-publish engine's one rule,
+:mod:`jsclient.jetstream.publish.engine`: an attempt made while disconnected
+goes out from the reconnect buffer and is left alone).
 
 Retries (``retry=RetryConfig(...)``) are re-published by the flights runner
 once their backoff has passed, so a failing flight never blocks the publish
@@ -82,7 +84,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from itertools import repeat
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +91,6 @@ from nats.nuid import NUID
 
 from jsclient import _impl, errors
 from jsclient._threads import Wake
-from jsclient.jetstream._wire import pub_headers as _pub_headers
 from jsclient.jetstream._wire import ttl_value as _ttl_value
 from jsclient.jetstream.publish.flight import (
     DEFAULT_RETRY_ON,
@@ -100,16 +100,14 @@ from jsclient.jetstream.publish.flight import (
     PublisherListener,
     PublisherNotRunningError,
     RetryConfig,
-    _call,
     _hook,
 )
+from jsclient.jetstream.publish.publish_runner import PublishRunner
 from jsclient.jetstream.publish.settle import FlightsRunner
 from jsclient.jetstream.publish.window import Window
-from jsclient.protocol.headers import encode as encode_headers
 
 if TYPE_CHECKING:
     from jsclient._core import Core
-    from jsclient._mux import RequestBatch
     from jsclient.jetstream.context import JetStream
     from jsclient.protocol.headers import HeadersIn
 
@@ -128,8 +126,6 @@ __all__ = [
 _PUBLISH_OPTIONS = frozenset(
     ("msg_id", "expected_stream", "expected_last_seq", "expected_last_subject_seq")
 ) | {"expected_last_msg_id", "ttl"}
-_MSG_ID = "Nats-Msg-Id"
-_BATCH = 128  # queued messages the publish runner takes per lock acquisition
 # The default queue bound: nats.go's async publish window (4000), and never
 # less than four windows, so that a burst keeps the window refilled while the
 # caller waits; 4000 messages of 100 bytes hold about 1.5 MiB.
@@ -139,7 +135,7 @@ _MIN_QUEUED = 4000
 _RUNNER_GRACE = 1.0
 
 
-class Publisher(FlightsRunner):
+class Publisher(PublishRunner, FlightsRunner):
     """A managed async publisher on a JetStream context; see the module docstring."""
 
     def __init__(
@@ -214,11 +210,10 @@ class Publisher(FlightsRunner):
         # whether the batch in it is being written (its clocks run: not put back).
         self._batch: list[Flight] = []
         self._batch_sent = False
-        # The window: published (or being published) and no PubAck yet; a failed
-        # attempt stays until it is settled or retried.
-        self._in_flight: set[Flight] = set()
-        # The publish paths' one window: holds at max_in_flight, lifts at refill_allowed_at.
-        self._window = Window(self.max_in_flight, self.refill_allowed_at, self._in_flight.__len__)
+        # The engine's pending set (published, or being published, and no PubAck
+        # yet; a failed attempt stays until it is settled or retried) and its
+        # window: holds at max_in_flight, lifts at refill_allowed_at.
+        self._init_engine(self._client, self.max_in_flight, self.refill_allowed_at)
         self._done: deque[Flight] = deque()  # flights whose current attempt finished
         # Ack clocks. First sends, by the publish runner, in publish order: the
         # flight itself (due at publish_time + wait_timeout while it is on its
@@ -272,7 +267,7 @@ class Publisher(FlightsRunner):
     @property
     def in_flight(self) -> int:
         """Messages published with no ack yet and not failed / timed out (retries included)."""
-        return len(self._in_flight)
+        return len(self._pending)
 
     @property
     def queued(self) -> int:
@@ -449,7 +444,7 @@ class Publisher(FlightsRunner):
                 if left <= 0:
                     raise errors.DrainTimeoutError(
                         f"nats: publisher drain timed out with {len(self._queue)} queued "
-                        f"and {len(self._in_flight)} in flight"
+                        f"and {len(self._pending)} in flight"
                     )
                 missing = self._missing_runner()
                 if missing is None:
@@ -459,7 +454,7 @@ class Publisher(FlightsRunner):
                 elif now - missing_since >= _RUNNER_GRACE:
                     raise PublisherNotRunningError(
                         f"nats: cannot drain the publisher: its {missing} runner is not "
-                        f"running ({len(self._queue)} queued, {len(self._in_flight)} in "
+                        f"running ({len(self._queue)} queued, {len(self._pending)} in "
                         "flight); start() it or run publish_runner/flights_runner"
                     ) from self._runner_error
                 self._idle.wait(min(left, 1.0 if missing is None else 0.05))
@@ -471,7 +466,7 @@ class Publisher(FlightsRunner):
         live = self._live_runners()
         if "publish" not in live and (self._queue or self._batch or self._publishing):
             return "publish"
-        if "flights" not in live and (self._in_flight or self._done or self._handling):
+        if "flights" not in live and (self._pending or self._done or self._handling):
             return "flights"
         return None
 
@@ -488,217 +483,3 @@ class Publisher(FlightsRunner):
             self.stop()  # KeyboardInterrupt and friends: do not wait for acks
         else:
             self.drain()
-
-    # -- publish runner ------------------------------------------------------
-
-    def publish_runner(self) -> None:
-        """Publish queued messages until stopped or drained (run it on any thread).
-
-        Safe to interrupt (KeyboardInterrupt): what it had taken and not sent
-        goes back to the queue, and it may be run again.
-        """
-        self._enter("publish")
-        try:
-            self._recover_batch()  # an earlier run's, if its own recovery was cut short
-            self._publish_loop()
-        except BaseException as exc:
-            self._runner_error = exc
-            raise
-        finally:
-            try:
-                self._recover_batch()
-            finally:
-                self._leave("publish")
-
-    def _publish_loop(self) -> None:
-        lock, queue, in_flight, window = self._lock, self._queue, self._in_flight, self._window
-        taken, qwindow, popleft = self._batch, self._queue_window, deque.popleft
-        holding = False  # paused() was reported and resumed() not yet
-        # The next batch, registered and encoded while the window was full, so
-        # that the lift only has to write it (the server's turn is our spare time).
-        # Its flights are in self._batch.
-        ahead: RequestBatch | None = None
-        while True:
-            resumed_at = paused_at = take = -1
-            prepare = 0
-            lift_wait = pub_wait = 0.0
-            with lock:
-                if (
-                    self._stopped
-                    or self._drained
-                    or (self._draining and not queue and ahead is None)
-                ):
-                    return
-                if self._held:
-                    if not window.resumable():
-                        if ahead is None and queue:
-                            room = self.max_in_flight - self.refill_allowed_at
-                            prepare = min(room, len(queue), _BATCH)
-                            self._publishing = True  # drain() must wait for these
-                            self._batch_sent = False
-                            # One C call: the flights are never only on the stack.
-                            taken.extend(map(popleft, repeat(queue, prepare)))
-                        else:
-                            self._lift_waiting = True
-                            lift_wait = self.hold_pause_time
-                    else:
-                        # The flights runner's signal and this check cannot both miss.
-                        self._lift()
-                if not prepare and not lift_wait:
-                    if holding:
-                        holding = False
-                        resumed_at = self._lifted_at
-                    room = self.max_in_flight - len(in_flight)
-                    take = 0 if ahead is not None else min(room, len(queue), _BATCH)
-                    if ahead is not None:
-                        pass  # write it first
-                    elif queue and room <= 0:
-                        self._held = holding = True  # defensive: a full window always holds
-                        paused_at = len(in_flight)
-                    elif take:
-                        self._publishing = True  # drain() must not see an empty queue as idle
-                        self._batch_sent = False
-                        taken.extend(map(popleft, repeat(queue, take)))
-                    else:
-                        self._pub_waiting = True
-                        pub_wait = self.poll_time
-            if lift_wait:
-                self._work.wait(lift_wait)  # an ack lifting the hold, or stop/drain
-                self._lift_waiting = False
-                continue
-            if pub_wait:
-                self._work.wait(pub_wait)  # publish_async wakes it
-                self._pub_waiting = False
-            if prepare or take > 0:
-                qwindow.released()  # publish_async calls waiting for room
-            if prepare:
-                ahead = self._prepare(list(taken))
-                continue
-            if resumed_at >= 0 and self._on_resumed is not None:
-                _call(self._on_resumed, resumed_at, self.max_in_flight, self.refill_allowed_at)
-            if ahead is not None:
-                pending, ahead = ahead, None
-                self._send_prepared(pending)
-            elif take > 0:
-                self._send_prepared(self._prepare(list(taken)))
-            else:
-                if self._flights_waiting and self._done:
-                    self._wake_flights()  # acks that came while the window was full
-                if paused_at >= 0 and self._on_paused is not None:
-                    _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
-                continue
-            with lock:
-                if taken:  # stopped before the write: put back (and failed) by the caller
-                    return
-                self._publishing = False
-                if not self._stopped and not self._held and window.full():
-                    self._held = holding = True
-                    paused_at = len(in_flight)
-                self._check_drained()
-            if self._flights_waiting and self._done:
-                self._wake_flights()  # acks that came while the window was full
-            if paused_at >= 0 and self._on_paused is not None:
-                _call(self._on_paused, paused_at, self.max_in_flight, self.refill_allowed_at)
-
-    def _recover_batch(self) -> None:
-        """The publish runner ended (stopped, drained, or interrupted anywhere):
-        put what it took and did not send back at the queue's front, its reply
-        tokens forgotten (stop() then fails them); what it sent keeps its clock."""
-        taken = self._batch
-        if taken and not self._batch_sent:
-            mux = self._client._mux
-            back: list[Flight] = []
-            for flight in taken:
-                if flight._settled:
-                    continue  # stop() failed it
-                if flight.error is not None and flight.attempts:
-                    # Refused before sending (_fail_unsent): the flights runner
-                    # settles it; hand it over again in case the interrupt came
-                    # first (a second delivery is skipped once it is settled).
-                    flight.deliver(flight.error)
-                    continue
-                if flight._token is not None:
-                    mux.cancel(flight._token)
-                    flight._token = None
-                self._in_flight.discard(flight)
-                flight.attempts = flight._gen = 0
-                flight.publish_time = flight._first_time = 0.0
-                back.append(flight)
-            with self._lock:
-                self._queue.extendleft(reversed(back))
-                taken.clear()
-        with self._lock:
-            taken.clear()
-            self._batch_sent = False
-            self._publishing = False
-            self._pub_waiting = self._lift_waiting = False
-            self._check_drained()
-
-    def _prepare(self, batch: list[Flight]) -> RequestBatch:
-        """Register and encode a batch; ``_send_prepared`` writes it (at once, or
-        once the window has room)."""
-        if self.retry is not None or any(f.headers is not None or f.options for f in batch):
-            batch = [f for f in batch if self._encode_headers(f)]
-        prepared = self._client._mux.prepare(batch)
-        for flight, exc in prepared.failed:
-            self._fail_unsent(flight, exc)
-        return prepared
-
-    def _fail_unsent(self, flight: Flight, exc: BaseException) -> None:
-        # A first attempt that could not be sent (bad header, subject or size):
-        # settled as failed by the flights runner, like any other attempt.
-        # (error first: _recover_batch tells these apart by it.)
-        flight.error = exc
-        flight.attempts = 1
-        flight._first_time = flight.publish_time = time.monotonic()
-        self._in_flight.add(flight)
-        flight.deliver(exc)
-
-    def _send_prepared(self, prepared: RequestBatch) -> None:
-        """Write a prepared batch of first sends and start their ack clocks.
-
-        The batch leaves self._batch only once it is in the window with its
-        clocks running; from ``_batch_sent`` on, an interrupt leaves it there
-        (a flight not written after all times out, or is retried).
-        """
-        flights: list[Flight] = prepared.sent
-        if self._stopped:
-            return  # the caller returns; _recover_batch puts the batch back
-        if flights:
-            self._in_flight.update(flights)
-            now = time.monotonic()
-            for flight in flights:
-                flight.attempts = flight._gen = 1
-                flight._first_time = flight.publish_time = now
-            self._timeline.extend(flights)  # before the write: the ack may come first
-            self._batch_sent = True
-            failed = self._client._mux.write(prepared)
-        else:
-            failed = []
-        self._batch.clear()
-        self._batch_sent = False
-        if flights:
-            self._sent(flights, failed)
-
-    def _encode_headers(self, flight: Flight) -> bool:
-        """Make the flight's header block once; False (and the failure queued) if it is bad."""
-        opts = flight.options
-        msg_id = opts.get("msg_id")
-        hdrs = flight.headers
-        if self.retry is not None and msg_id is None and not (hdrs and _MSG_ID in hdrs):
-            msg_id = flight.id
-        try:
-            merged = _pub_headers(
-                hdrs,
-                msg_id,
-                opts.get("expected_stream"),
-                opts.get("expected_last_seq"),
-                opts.get("expected_last_subject_seq"),
-                opts.get("expected_last_msg_id"),
-                opts.get("ttl"),
-            )
-            flight._hdr = encode_headers(merged) if merged else None
-        except (errors.Error, TypeError, ValueError) as exc:
-            self._fail_unsent(flight, exc)
-            return False
-        return True

@@ -1,0 +1,208 @@
+"""The async-publish engine: what every path that publishes and waits for acks shares.
+
+``JetStream.publish_async`` (:mod:`.async_pub`), the managed
+:class:`~jsclient.jetstream.publish.publisher.Publisher` and the Spark sink's
+:class:`~jsclient.spark._publish.AckWindow` each subclass
+:class:`PublishEngine`, which holds:
+
+- **the pending set**: a dict in publish order of the publishes waiting for
+  their acks, each its own reply waiter on the client's request mux with its
+  reply ``_token`` and the ``publish_time`` (``time.monotonic()``, taken
+  before the write) of its latest send; and the flow-control
+  :class:`~jsclient.jetstream.publish.window.Window` over its length. One
+  dict operation per publish and per ack, atomic on its own: no lock of ours.
+- **ack timeouts** (:meth:`PublishEngine._arm`): one timer for the default
+  timeout, armed for the oldest publish's ``deadline`` (counted from joining
+  the window: the set is in publish order, so the first not yet due ends a
+  sweep) and armed again after a publish joined whenever none is.
+- **the 503 rule** (:meth:`PublishEngine._retry_503`): a "no responders" reply
+  (the stream is starting or electing a leader) is sent again after
+  ``PUBLISH_RETRY_WAIT``, at most ``PUBLISH_RETRY_ATTEMPTS`` times, from the
+  timer thread, which never waits for room.
+- **the disconnect rule** (:meth:`PublishEngine._on_conn_event`): a publish
+  fails with :class:`~jsclient.errors.PublishDisconnectedError` only if it was
+  written to a socket that was then lost: its latest send is not later than
+  the client's ``_lost_at`` (set when the socket is lost, before the
+  "disconnected" event reaches listeners) and the engine takes its reply
+  token back (a reply that got there first wins). A publish sent after the
+  socket was lost sits in the reconnect buffer and goes out on reconnect, so
+  it is left alone and completes normally, whether the event comes before or
+  after it (the events thread may run late, even after the reconnect). A
+  publish whose send is still in progress when the event comes (no token yet)
+  is left to its ack timeout; one whose send time was taken just before the
+  loss counts as written to the lost socket (the safe side: the error says the
+  server may or may not have stored it). "closed" fails every publish whose token is
+  still registered with :class:`~jsclient.errors.ConnectionClosedError`.
+
+What each user keeps is its own: ``publish_async`` its futures; the Spark
+window its Ack states (a lost publish is sent again by the writer with the
+same Nats-Msg-Id); the Publisher its flights, retries, listener, hold and
+refill, stall probes and runners (its clocks run on its flights runner).
+The listener is registered by weak reference (:meth:`PublishEngine._listen`):
+the client's listener list must not keep every engine ever made alive; the
+Publisher registers its bound ``_on_conn_event`` while its flights runner runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from jsclient import errors
+from jsclient.jetstream._wire import PUBLISH_RETRY_WAIT, may_resend
+from jsclient.jetstream.publish.window import Window
+
+if TYPE_CHECKING:
+    from jsclient._core import Core
+    from jsclient._threads import TimerHandle
+
+__all__ = ["Pending", "PublishEngine"]
+
+
+class Pending(Protocol):
+    """What the engine reads of a pending publish (the reply waiter itself)."""
+
+    _token: str | None  # the reply token of its latest send (None: none registered)
+    publish_time: float  # time.monotonic() of its latest send, taken before the write
+
+
+P = TypeVar("P", bound=Pending)
+
+
+class PublishEngine(Generic[P]):
+    """The pending set, window, ack timeouts, 503 rule and disconnect rule (module docstring).
+
+    A subclass calls :meth:`_init_engine` and implements :meth:`_lost`; one
+    that uses the sweep implements :meth:`_expired` (its publishes carry a
+    ``deadline``), one that uses the 503 timer :meth:`_resend_503` (they carry
+    ``_resends``).
+    """
+
+    _client: Core
+    _pending: dict[P, None]
+    _window: Window
+    _clock_lock: threading.Lock
+    _sweep_timer: TimerHandle | None
+    _listener: Callable[[str], None] | None
+
+    def _init_engine(self, client: Core, limit: int, resume_at: int) -> None:
+        self._client = client
+        self._pending = {}  # in publish order
+        self._window = Window(limit, resume_at, self._pending.__len__)
+        self._clock_lock = threading.Lock()  # the sweep timer and the listener
+        self._sweep_timer = None
+        self._listener = None
+
+    # -- the user's part ------------------------------------------------------------
+
+    def _lost(self, p: P, exc: BaseException) -> None:
+        """The engine took ``p``'s reply token back: its reply will not come; fail it."""
+        raise NotImplementedError
+
+    def _expired(self, p: P) -> None:
+        """The sweep found ``p`` past its ``deadline``."""
+        raise NotImplementedError
+
+    def _resend_503(self, p: P) -> None:
+        """Timer thread: send ``p`` again after a 503 (a fresh token; never wait for room)."""
+        raise NotImplementedError
+
+    # -- ack timeouts ---------------------------------------------------------------
+
+    def _arm(self, delay: float) -> None:
+        """Arm the sweep in ``delay`` seconds unless it is armed."""
+        with self._clock_lock:
+            if self._sweep_timer is None:
+                self._sweep_timer = self._client._scheduler.call_later(delay, self._sweep)
+
+    def _sweep(self) -> None:
+        # Timer thread: expire what is past its deadline; re-arm for the oldest left.
+        # ``_sweep_timer`` is cleared before the copy: a publish that joins meanwhile
+        # is in the copy, or sees None and arms one.
+        now = time.monotonic()
+        expired: list[P] = []
+        with self._clock_lock:
+            self._sweep_timer = None
+            nxt = 0.0
+            for p in list(self._pending):  # a copy: others add and remove meanwhile
+                due: float = p.deadline  # type: ignore[attr-defined]
+                if not due:
+                    continue  # a timeout of its own (or none)
+                if due > now:
+                    nxt = due  # the oldest not yet due: the rest are younger
+                    break
+                expired.append(p)
+            if nxt:
+                self._sweep_timer = self._client._scheduler.call_later(nxt - now, self._sweep)
+        for p in expired:
+            self._expired(p)
+
+    # -- the 503 rule ---------------------------------------------------------------
+
+    @staticmethod
+    def _counts_503(p: Any, status: tuple[int, str] | None) -> bool:
+        """True (and counted in ``p._resends``) if ``status`` is a 503 that ``p``
+        is sent again for, ``PUBLISH_RETRY_WAIT`` later."""
+        if status is None or status[0] != 503 or not may_resend(p._resends):
+            return False
+        p._resends += 1
+        return True
+
+    def _retry_503(self, p: Any, status: tuple[int, str] | None) -> bool:
+        """Reader thread: True if ``status`` is a 503 that ``p`` is sent again for.
+
+        ``p`` needs a ``_resends`` count; its token is forgotten (the reply
+        that carried the 503 took it) and :meth:`_resend_503` runs after
+        ``PUBLISH_RETRY_WAIT`` on the timer thread.
+        """
+        if not self._counts_503(p, status):
+            return False
+        p._token = None
+        self._client._scheduler.call_later(PUBLISH_RETRY_WAIT, self._resend_503, p)
+        return True
+
+    # -- the disconnect rule --------------------------------------------------------
+
+    def _listen(self) -> None:
+        """Register for the client's connection events, by weak reference (once)."""
+        with self._clock_lock:
+            if self._listener is not None:
+                return
+            ref = weakref.ref(self)
+            client = self._client
+
+            def on_event(event: str) -> None:
+                engine = ref()
+                if engine is None:
+                    client._remove_listener(on_event)
+                else:
+                    engine._on_conn_event(event)
+
+            self._listener = on_event
+        client._add_listener(on_event)
+
+    def _unlisten(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            self._client._remove_listener(listener)
+
+    def _on_conn_event(self, event: str) -> None:
+        # Events thread (see the module docstring).
+        if event == "disconnected":
+            self._take_back(self._client._lost_at, errors.PublishDisconnectedError)
+        elif event == "closed":
+            self._take_back(None, errors.ConnectionClosedError)
+
+    def _take_back(self, lost_at: float | None, exc_type: Callable[[], BaseException]) -> int:
+        """Fail the publishes sent at or before ``lost_at`` (None: all) whose reply
+        token this call takes back; returns how many."""
+        cancel = self._client._mux.cancel
+        n = 0
+        for p in list(self._pending):  # a copy: the reader removes meanwhile
+            if (lost_at is None or p.publish_time <= lost_at) and cancel(p._token):
+                n += 1
+                self._lost(p, exc_type())
+        return n
