@@ -15,6 +15,15 @@ after the wait finds the item already in ``local``, where the next call takes
 it. A non-blocking ``get_nowait`` does not wait, so it stays the fast path
 when something is already queued.
 
+Every reader of a queue the socket reader fills takes from it with one loop,
+:func:`next_item`: the rest of a routed batch first (``local``), then what an
+interrupted wait left (``held``), then the queue, waiting only when all three
+are empty; a routed batch (``(messages, nbytes)``, one put per socket read) is
+moved into ``local`` on the way. Subscriptions, ``consume``, ``messages``, the
+stores' readers (whole batches: no ``local``) and fetches (single messages)
+all take through it; a caller on a hot path pops ``local`` itself first, so a
+message taken from a batch costs one deque pop.
+
 What the rule cannot cover is an interrupt that lands while the thread runs
 rather than waits: that can land between any two lines, in the library as in
 the caller's own ``msg = sub.next_msg()``. The guarantee is for threads
@@ -29,7 +38,7 @@ from functools import partial
 from itertools import islice
 from typing import Any
 
-__all__ = ["take", "wait_into"]
+__all__ = ["next_item", "wait_into"]
 
 _NEVER = object()  # no queue holds it: the iterator ends only by islice or Empty
 
@@ -37,20 +46,40 @@ _NEVER = object()  # no queue holds it: the iterator ends only by islice or Empt
 def wait_into(q: queue.SimpleQueue[Any], into: deque[Any], timeout: float | None) -> None:
     """Wait up to ``timeout`` seconds (None: without a limit) for the next item of
     ``q`` and append it to ``into`` in the same C call; ``queue.Empty`` when none
-    came. :func:`take` tries ``q.get_nowait()`` first: that does not wait."""
+    came. :func:`next_item` tries ``q.get_nowait()`` first: that does not wait."""
     into.extend(islice(iter(partial(q.get, True, timeout), _NEVER), 1))
 
 
-def take(q: queue.SimpleQueue[Any], held: deque[Any], timeout: float | None) -> Any:
-    """The next item: what an interrupted wait left in ``held``, else the next of
-    ``q``, waiting up to ``timeout`` seconds (None: without a limit, 0 or less:
-    not at all) by :func:`wait_into`; ``queue.Empty`` when none came."""
-    if held:
-        return held.popleft()
-    try:
-        return q.get_nowait()
-    except queue.Empty:
-        if timeout is not None and timeout <= 0:
-            raise
-    wait_into(q, held, timeout)
-    return held.popleft()
+def next_item(
+    q: queue.SimpleQueue[Any],
+    held: deque[Any],
+    local: deque[Any] | None,
+    timeout: float | None,
+) -> Any:
+    """The next item of a queue of routed batches: the next of ``local`` (what
+    is left of a batch), else what an interrupted wait left in ``held``, else
+    the next of ``q`` (``get_nowait`` first, then :func:`wait_into`), waiting up to
+    ``timeout`` seconds (None: without a limit, 0 or less: not at all);
+    ``queue.Empty`` when none came.
+
+    A routed batch (a tuple whose first element is a list) is moved into
+    ``local`` and its first item returned; with ``local`` None it is returned
+    whole (a reader that takes batches). ``held`` and ``local`` must be
+    different deques: ``held`` may hold a batch not yet moved."""
+    while True:
+        if local:
+            return local.popleft()
+        if held:
+            item = held.popleft()
+        else:
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                if timeout is not None and timeout <= 0:
+                    raise
+                wait_into(q, held, timeout)
+                item = held.popleft()
+        if local is not None and item.__class__ is tuple and item[0].__class__ is list:
+            local.extend(item[0])
+            continue
+        return item

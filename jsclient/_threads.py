@@ -11,8 +11,15 @@ thread right there (a ``KeyboardInterrupt`` in the main thread) can leave the
 lock held for good, and every later ``set()`` blocks forever, on a library
 thread too. Whatever a user's thread may call here takes locks only with a
 ``with`` on a plain lock, whose enter and exit are C calls that the
-interpreter pairs: :class:`Wake` and :class:`Flag` replace Event, and the
-Scheduler's condition is entered through its lock.
+interpreter pairs.
+
+:class:`Signal` is the library's one wait primitive, built that way: a flag
+(``set``/``clear``/``is_set``/``wait``, for Event; ``take``, the auto-reset
+wait of one thread) and a condition on a plain lock (``wait_for(ready,
+timeout)``, ``notify``) that waiters wait on in slices of at most
+``_IDLE_WAIT``. It counts its waiters, so a ``set``/``notify`` with nobody
+waiting reads one attribute and takes no lock. ``Flag`` and ``Wake`` are its
+older names (``Wake.wait`` is ``take``); the Scheduler waits on one too.
 """
 
 from __future__ import annotations
@@ -40,66 +47,113 @@ def remaining(deadline: float | None, cap: float | None) -> float | None:
     return left if cap is None else min(left, cap)
 
 
-class Wake:
-    """A wake-up for one waiting thread (auto-reset): ``set`` is one C call, from any thread."""
+class Signal:
+    """A flag and a condition on one plain lock: the library's wait primitive.
 
-    __slots__ = ("_lock",)
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()
-
-    def set(self) -> None:
-        try:
-            self._lock.release()
-        except RuntimeError:
-            pass  # already set
-
-    def clear(self) -> None:
-        self._lock.acquire(False)
-
-    def wait(self, timeout: float) -> bool:
-        """Wait until set (and consume it), at most ``timeout`` seconds."""
-        return bool(self._lock.acquire(timeout=timeout))
-
-
-class Flag:
-    """``threading.Event``'s ``set``/``clear``/``is_set``/``wait``, safe against interrupts.
-
-    Its lock is entered only with ``with`` on a plain lock. A waiter sleeps in
-    slices of at most ``_IDLE_WAIT``, so a notify lost to an interrupt in the
-    setting thread delays it by one slice at most.
+    As a flag (``threading.Event``'s ``set``/``clear``/``is_set``/``wait``):
+    ``wait`` returns once it is set; ``take`` (one waiting thread) also clears
+    it, so each ``set`` wakes one ``take`` (an auto-reset event). As a
+    condition: a thread changes state (under ``lock`` or not) and calls
+    :meth:`notify`; waiters call :meth:`wait_for` with a predicate, checked
+    under ``lock``. Waits sleep in slices of at most ``_IDLE_WAIT``, so a
+    notify lost to an interrupt in the notifying thread delays a waiter by one
+    slice at most. ``waiting`` counts the threads in a wait: registered under
+    the lock before they check their predicate, so a notifier that changed the
+    state first and then reads no waiter lets go of nobody.
     """
 
-    __slots__ = ("_cond", "_lock", "_set")
+    __slots__ = ("_cond", "_set", "lock", "waiting")
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
+    def __init__(self, lock: threading.Lock | None = None) -> None:
+        self.lock = threading.Lock() if lock is None else lock
+        # Entered through ``lock`` only, never ``with cond`` (see the module).
+        self._cond = threading.Condition(self.lock)
+        self.waiting = 0
         self._set = False
 
-    def set(self) -> None:
-        with self._lock:
-            self._set = True
+    # -- condition ---------------------------------------------------------------
+
+    def notify(self) -> None:
+        """Wake every waiter to check its predicate again (any thread; not holding ``lock``)."""
+        if self.waiting:
+            with self.lock:
+                self._cond.notify_all()
+
+    def notify_locked(self) -> None:
+        """:meth:`notify` for a thread holding ``lock``."""
+        if self.waiting:
             self._cond.notify_all()
 
+    def wait_for(self, ready: Callable[[], bool], timeout: float | None) -> bool:
+        """Wait until ``ready()`` (called under ``lock``), at most ``timeout``
+        seconds (None: no limit); True if it is."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.lock:
+            self.waiting += 1
+            try:
+                while not ready():
+                    left = _IDLE_WAIT if deadline is None else deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cond.wait(min(left, _IDLE_WAIT))
+                return True
+            finally:
+                self.waiting -= 1
+
+    def wait_locked(self, timeout: float) -> None:
+        """For a thread holding ``lock`` with a loop of its own: wait once for a
+        notify, at most ``timeout`` seconds (and one slice)."""
+        self.waiting += 1
+        try:
+            self._cond.wait(min(timeout, _IDLE_WAIT))
+        finally:
+            self.waiting -= 1
+
+    # -- flag ----------------------------------------------------------------------
+
+    def set(self) -> None:
+        self._set = True
+        if self.waiting:
+            with self.lock:
+                self._cond.notify_all()
+
     def clear(self) -> None:
-        with self._lock:
-            self._set = False
+        self._set = False
 
     def is_set(self) -> bool:
         return self._set
 
     def wait(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._set:
-            left = _IDLE_WAIT if deadline is None else min(_IDLE_WAIT, deadline - time.monotonic())
-            if left <= 0:
-                return False
-            with self._lock:
-                if not self._set:
-                    self._cond.wait(left)
-        return True
+        """Wait until set, at most ``timeout`` seconds (None: no limit); True if it is."""
+        return self._set or self.wait_for(self.is_set, timeout)
+
+    def take(self, timeout: float | None) -> bool:
+        """Wait until set and clear it (one waiting thread), at most ``timeout``
+        seconds; True if it was set."""
+        if self._set:
+            self._set = False
+            return True
+        return self.wait_for(self._consume, timeout)
+
+    def _consume(self) -> bool:
+        if self._set:
+            self._set = False
+            return True
+        return False
+
+
+#: ``threading.Event`` for the library: a :class:`Signal` used as a flag.
+Flag = Signal
+
+
+class Wake(Signal):
+    """A :class:`Signal` whose ``wait`` is :meth:`~Signal.take`: one thread
+    waits and each ``set`` wakes it once (an auto-reset event)."""
+
+    __slots__ = ()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.take(timeout)
 
 
 def _noop(*args: Any) -> None:
@@ -148,7 +202,7 @@ class Scheduler:
     def __init__(self, name: str) -> None:
         self._heap: list[tuple[float, int, TimerHandle]] = []
         self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)  # entered through _lock (see module)
+        self._signal = Signal(self._lock)  # waited on with _lock held (see module)
         self._seq: Iterator[int] = _impl.writer.Counter(0)
         self._dead = 0  # cancelled entries still in the heap
         self._stopped = False
@@ -165,7 +219,7 @@ class Scheduler:
         with self._lock:
             heapq.heappush(self._heap, (handle.when, next(self._seq), handle))
             if self._heap[0][2] is handle:
-                self._cond.notify()
+                self._signal.notify_locked()
         return handle
 
     def _cancel(self, handle: TimerHandle) -> None:
@@ -194,7 +248,7 @@ class Scheduler:
             self._stopped = True
             self._heap.clear()
             self._dead = 0
-            self._cond.notify()
+            self._signal.notify_locked()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
@@ -205,7 +259,7 @@ class Scheduler:
                 if self._stopped:
                     return
                 if not heap:
-                    self._cond.wait(_IDLE_WAIT)
+                    self._signal.wait_locked(_IDLE_WAIT)
                     continue
                 when, _, handle = heap[0]
                 if handle.cancelled:  # dropped now, not at its deadline
@@ -214,7 +268,7 @@ class Scheduler:
                     continue
                 delay = when - time.monotonic()
                 if delay > 0:
-                    self._cond.wait(min(delay, _IDLE_WAIT))
+                    self._signal.wait_locked(delay)
                     continue
                 heapq.heappop(heap)
                 handle._sched = None

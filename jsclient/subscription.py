@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
-from jsclient._handoff import take
+from jsclient._handoff import next_item
 from jsclient._threads import log
 from jsclient._threads import remaining as _remaining
 from jsclient.msg import Msg
@@ -131,29 +131,26 @@ class Subscription(SubState):
         """Consumer side: the next message, or raise queue.Empty / the close reason.
 
         A blocking wait moves what it got into ``_held`` in the same C call
-        (:func:`~jsclient._handoff.take`), so an interrupt delivered as
+        (:func:`~jsclient._handoff.next_item`), so an interrupt delivered as
         the wait returns leaves the batch there for the next call.
         """
         local = self._local
-        held = self._held
         while True:
             if self._discard:
                 self._discard_queued()
-            try:
+            if local:
                 msg = local.popleft()
-            except IndexError:
-                pass
             else:
-                # Counted per message handed out, so the pending limits hold
-                # exactly while a batch sits in the local deque.
-                self._took(1, len(msg.data))
-                return msg
-            item = take(self._q, held, timeout)
-            if type(item) is tuple:
-                local.extend(item[0])
-                continue
-            self._q.put(item)  # keep the sentinel for other readers
-            raise _Ended(item.error)
+                msg = next_item(self._q, self._held, local, timeout)
+                if msg.__class__ is _Closed:
+                    self._q.put(msg)  # keep the sentinel for other readers
+                    raise _Ended(msg.error)
+                if self._discard:
+                    continue  # unsubscribed while this thread waited: dropped
+            # Counted per message handed out, so the pending limits hold
+            # exactly while a batch sits in the local deque.
+            self._took(1, len(msg.data))
+            return msg
 
     def _give_back(self, msgs: list[Msg]) -> None:
         """Put messages taken but not handed out back in front, in order (an

@@ -28,10 +28,12 @@ disconnected the reconnect buffer limit applies instead. Library threads that
 must never wait (the reader answering a PING, the timer thread) queue with
 :meth:`Writer.send_nowait`, which ignores ``pending_size``.
 
-Wake-up protocol (no lost wake-ups): the flusher clears the event and the
-queue's ``kicked`` flag *before* it looks at the queue; a writer appends
-*before* it reads ``kicked``. Either the flusher sees the new item, or the
-writer sees ``kicked`` false and sets the event.
+Wake-up protocol (no lost wake-ups): the flusher clears the event (a
+:class:`~jsclient._threads.Signal` it waits on with ``take``) and the queue's ``kicked``
+flag *before* it looks at the queue; a writer appends *before* it reads
+``kicked``. Either the flusher sees the new item, or the writer sees
+``kicked`` false and sets the event. Writers waiting for room wait on another
+Signal, which whoever takes from the queue notifies.
 
 TLS sockets cannot be read and written from two threads at once, so over TLS
 the reader thread writes too (:meth:`Writer.write_tls`) and the flusher is not
@@ -49,7 +51,7 @@ from typing import Protocol
 
 from jsclient import _impl, errors
 from jsclient._io.options import CLOSED, CONNECTED, DRAINING, FORKED, Options
-from jsclient._threads import Wake, log
+from jsclient._threads import Signal, log
 
 _writer = _impl.writer
 _LEFT = _writer.LEFT
@@ -96,10 +98,9 @@ class Writer:
         self.wq = _writer.WriteQueue(max(1, opts.pending_size))
         self.wq.iov_max = _IOV_MAX
         self.token = threading.Lock()  # held by whoever is writing to the socket
-        self.event = Wake()  # wakes the flusher (setting it is one C call)
-        self.room_lock = threading.Lock()
-        self.room = threading.Condition(self.room_lock)  # entered through room_lock
-        self.room_waiters = 0
+        self.event = Signal()  # wakes the flusher (``take``: each set wakes it once)
+        self.room_lock = threading.Lock()  # the room's, and the reconnect buffer count's
+        self.room = Signal(self.room_lock)  # writers waiting for room in the queue
         self.held = 0  # bytes queued while disconnected (reconnect buffer limit)
         self.failed: socket.socket | None = None  # a socket a send failed on: never retried
         self.thread: threading.Thread | None = None
@@ -222,15 +223,12 @@ class Writer:
                 )
             wq.kicked = True
             self.kick()
-            with self.room_lock:
-                # Counted before the check, and takers subtract before they look
-                # at the count: either they see this waiter or it sees the room.
-                self.room_waiters += 1
-                try:
-                    if wq.nbytes and wq.nbytes + n > wq.limit:
-                        self.room.wait(min(deadline - now, WAIT_SLICE))
-                finally:
-                    self.room_waiters -= 1
+            # Counted as a waiter before the check, and takers subtract before
+            # they look at the count: either they see this waiter or it sees the room.
+            self.room.wait_for(
+                lambda: not (wq.nbytes and wq.nbytes + n > wq.limit),
+                min(deadline - now, WAIT_SLICE),
+            )
 
     def check_buffer(self, status: str, size: int) -> None:
         """Disconnected: count ``size`` against the reconnect buffer, or refuse it."""
@@ -288,9 +286,7 @@ class Writer:
             self.failed = sock
             self.link.abort_socket(sock, exc)
         finally:
-            if self.room_waiters:
-                with self.room_lock:
-                    self.room.notify_all()
+            self.room.notify()
 
     def _try_write(self) -> int:
         """Write from this thread if no other holds the token: DONE, LEFT or BUSY.
@@ -310,9 +306,7 @@ class Writer:
             self.failed = sock
             self.link.abort_socket(sock, exc)
             return int(_LEFT)
-        if self.room_waiters:
-            with self.room_lock:
-                self.room.notify_all()
+        self.room.notify()
         if rc == _LEFT and not wq.kicked:
             wq.kicked = True
             self.kick()  # the flusher finishes what the socket did not take
@@ -328,9 +322,7 @@ class Writer:
         except _WOULD_BLOCK:
             return True
         finally:
-            if self.room_waiters:
-                with self.room_lock:
-                    self.room.notify_all()
+            self.room.notify()
 
     def recover(self) -> None:
         """The socket is gone: put what was half written back, from the cut command on.
@@ -340,9 +332,7 @@ class Writer:
         """
         with self.token:
             self.wq.recover()
-        if self.room_waiters:
-            with self.room_lock:
-                self.room.notify_all()  # they look at the connection's state again
+        self.room.notify()  # they look at the connection's state again
 
     def _flush_loop(self) -> None:
         ev = self.event
@@ -358,15 +348,15 @@ class Writer:
                 if not work or sock is None:
                     if link.status is CLOSED:
                         return
-                    ev.wait(WAIT_SLICE)
+                    ev.take(WAIT_SLICE)
                     continue
                 with self.token:
                     self.write()
                 if link._sock is not sock or sock is self.failed:
-                    ev.wait(WAIT_SLICE)
+                    ev.take(WAIT_SLICE)
             except Exception:  # the flusher must not die: log, wait a slice, go on
                 log.exception("jsclient: unexpected error on the flusher thread")
-                ev.wait(WAIT_SLICE)
+                ev.take(WAIT_SLICE)
 
     def join(self, timeout: float) -> None:
         t = self.thread

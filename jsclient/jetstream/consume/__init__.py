@@ -8,6 +8,7 @@
 - ``feed.py`` and ``contexts.py``: continuous pulling and the running ``consume()``
   and ``messages()`` handles;
 - ``ordered.py``: the ordered consumer (ADR-17), which KV and object store
-  readers build on;
+  readers build on; ``ordered_source.py``: its order-checking readers;
+- ``deleter.py``: the connection's one thread deleting consumers off callers' paths;
 - ``priority.py``: priority groups (ADR-42); ``keepalive.py``: ``+WPI`` keep-alive.
 """

@@ -12,14 +12,13 @@ from typing import Any, Protocol
 
 from jsclient import errors
 from jsclient._core import Core
-from jsclient._handoff import take as take_raw
-from jsclient._threads import Flag, log
+from jsclient._handoff import next_item
+from jsclient._threads import Signal, log
 from jsclient.jetstream.consume.engine import (
     STOP,
     WAIT_SLICE,
     Inbox,
     Terminal,
-    take,
 )
 from jsclient.jetstream.consume.fetch import ErrorCallback, wait_read
 from jsclient.msg import Msg
@@ -80,7 +79,7 @@ class ConsumeContext:
         self._report = _Reporter(client, error_cb)
         self._callback = callback
         self._stopped = False
-        self._done = Flag()
+        self._done = Signal()
         self._error: BaseException | None = None
         self._client = client
         self._source = make_source(self._q, self._report)
@@ -93,14 +92,19 @@ class ConsumeContext:
 
     def _run(self) -> None:
         inbox = self._q
+        local = inbox.local
+        held = inbox.held
         process = self._source.process
         callback = self._callback
         try:
             while not self._stopped:
-                try:
-                    item = take(inbox, WAIT_SLICE)
-                except queue.Empty:
-                    continue
+                if local:
+                    item = local.popleft()
+                else:
+                    try:
+                        item = next_item(inbox, held, local, WAIT_SLICE)  # see _handoff
+                    except queue.Empty:
+                        continue
                 if item is STOP:
                     break
                 try:
@@ -160,7 +164,7 @@ class ConsumeContext:
         """Wait until the consume has ended; True if it has."""
         if self._thread is threading.current_thread():
             return self._done.is_set()
-        return _wait_event(self._done, timeout)
+        return self._done.wait(timeout)  # in slices (see Signal)
 
 
 class MessagesContext:
@@ -215,6 +219,7 @@ class MessagesContext:
             raise errors.MsgIteratorClosedError()
         inbox = self._q
         local = inbox.local
+        held = inbox.held
         process = self._source.process
         deadline = None if timeout is None else _mono() + timeout
         wait = WAIT_SLICE
@@ -227,14 +232,11 @@ class MessagesContext:
                     if deadline is not None:
                         wait = min(WAIT_SLICE, deadline - _mono())
                     try:
-                        item = take(inbox, wait)  # interrupt-safe: see _handoff
+                        item = next_item(inbox, held, local, wait)  # interrupt-safe: see _handoff
                     except queue.Empty:
                         if deadline is not None and wait <= 0:
                             raise errors.TimeoutError() from None
                         continue
-                if item.__class__ is tuple and item[0].__class__ is list:
-                    local.extend(item[0])  # a batch the reader routed
-                    continue
                 if item is STOP or self._stopped:
                     self._close()
                     raise errors.MsgIteratorClosedError()
@@ -262,9 +264,8 @@ class MessagesContext:
         self._reading += 1
         try:
             inbox = self._q
-            local = inbox.local  # what an interrupted wait took (see _handoff)
             try:
-                item = take_raw(inbox, local, timeout)  # a whole batch: see _handoff
+                item = next_item(inbox, inbox.held, None, timeout)  # a whole batch
             except queue.Empty:
                 raise errors.TimeoutError() from None
             if item is STOP or self._stopped:
@@ -286,7 +287,7 @@ class MessagesContext:
 
     def _close(self) -> None:
         self._closed = True
-        self._q.local.clear()
+        self._q.clear_taken()
         self._source.stop()
         self._client._drainables.discard(self)
 
@@ -325,13 +326,3 @@ class MessagesContext:
     def error(self) -> BaseException | None:
         """The terminal error that ended the iterator, if any."""
         return self._error
-
-
-def _wait_event(event: Flag, timeout: float | None) -> bool:
-    deadline = None if timeout is None else _mono() + timeout
-    while not event.is_set():
-        left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, deadline - _mono())
-        if left <= 0:
-            return False
-        event.wait(left)
-    return True

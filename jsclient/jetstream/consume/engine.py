@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
-from jsclient._handoff import take as take_next
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
@@ -84,28 +83,23 @@ class Inbox(queue.SimpleQueue[Any]):
     control items, and :data:`STOP`.
 
     The consuming thread moves a batch into ``local`` and takes the messages
-    from there one by one, so ``empty()`` is true only when nothing at all is
-    waiting (the heartbeat watchdog asks it).
+    from there one by one (``held``: what an interrupted wait took, see
+    :func:`~jsclient._handoff.next_item`), so ``empty()`` is true only when
+    nothing at all is waiting (the heartbeat watchdog asks it).
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.local: deque[Any] = deque()
+        self.held: deque[Any] = deque()
 
     def empty(self) -> bool:
-        return not self.local and super().empty()
+        return not self.local and not self.held and super().empty()
 
-
-def take(inbox: Inbox, timeout: float) -> Any:
-    """The next item of ``inbox`` (a message, a control item or STOP), waiting
-    up to ``timeout`` seconds (``queue.Empty`` then)."""
-    local = inbox.local
-    while True:
-        item = take_next(inbox, local, timeout)  # interrupt-safe: see _handoff
-        if item.__class__ is tuple and item[0].__class__ is list:
-            local.extend(item[0])
-            continue
-        return item
+    def clear_taken(self) -> None:
+        """Forget what was taken and not handed out (the iterator closed)."""
+        self.local.clear()
+        self.held.clear()
 
 
 class Terminal(Exception):
@@ -361,7 +355,7 @@ class Engine:
         line = self._pin_line
         if line is not None and hdr.find(line) >= 0:
             return  # the pin we have (every message of a pinned client carries it)
-        pin = _status.header_value(hdr, "Nats-Pin-Id")
+        pin = _impl.jsheaders.header_value(hdr, "Nats-Pin-Id")
         if pin:
             self.pin_id = pin
 

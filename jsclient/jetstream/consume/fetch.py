@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
-from jsclient._handoff import take
+from jsclient._handoff import next_item
 from jsclient._threads import TimerHandle
 from jsclient.jetstream.consume.engine import (
     EXPIRY_GUARD,
@@ -188,7 +188,7 @@ class FetchBatch:
         try:
             while True:
                 try:
-                    item = take(q, held, WAIT_SLICE)  # interrupt-safe: see _handoff
+                    item = next_item(q, held, None, WAIT_SLICE)  # interrupt-safe: see _handoff
                 except queue.Empty:
                     if self._engine.client.is_closed:
                         self._end(errors.ConnectionClosedError())

@@ -7,12 +7,14 @@ sequence is one past the previous one. On a gap, a missed heartbeat, a deleted
 consumer or no responders it *resets*: a new consumer (next serial) starts at
 the last delivered stream sequence + 1, retried with backoff from 1 s doubling
 to 10 s (``max_reset_attempts`` bounds the attempts; ``None`` retries forever),
-and the old one is deleted in the background. Messages of an old instance are
+and the old one is deleted in the background (by the connection's deleter,
+:mod:`jsclient.jetstream.consume.deleter`). Messages of an old instance are
 recognised by the consumer name in their ack subject and dropped.
 
 ``fetch``/``next`` reset in the caller's thread before pulling; ``consume`` and
 ``messages`` reset on a helper thread (``jsclient-ordered-reset-<prefix>``)
-while their dispatcher or iterator keeps waiting on the same queue. One
+while their dispatcher or iterator keeps waiting on the same queue (the
+readers that check the order are in :mod:`~jsclient.jetstream.consume.ordered_source`). One
 operation at a time: a second ``consume``/``messages`` while one runs raises
 :class:`OrderedConsumerBusyError`; a fetch started while an earlier batch is not
 fully read resets first (the unread rest of that batch is dropped, never
@@ -28,20 +30,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
-from jsclient._threads import Flag, log
+from jsclient._threads import Signal, log
 from jsclient.api import ConsumerInfo
+from jsclient.jetstream.consume.deleter import delete_later
 from jsclient.jetstream.consume.engine import (
-    NO_RESPONDERS,
-    TERMINAL,
     Engine,
     Inbox,
     PullOptions,
-    Terminal,
     continuous_options,
     fetch_heartbeat,
     positive_int,
 )
-from jsclient.jetstream.consume.feed import Feed
+from jsclient.jetstream.consume.ordered_source import OrderedBatch, OrderedSource, Stopped
 from jsclient.jetstream.consume.pull import (
     ConsumeContext,
     ErrorCallback,
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["OrderedConsumer", "OrderedConsumerBusyError"]
 
 _parse_jsack = _impl.jsack.parse_jsack
-_RESET_FAILED = 10
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 10.0
 
@@ -118,7 +117,7 @@ class OrderedConsumer:
         self._keep_start = False
         self._lock = threading.Lock()
         self._busy = False  # a consume/messages is running
-        self._batch: _OrderedBatch | None = None
+        self._batch: OrderedBatch | None = None
         self._needs_reset = False
         self._engine: Engine | None = None
         self._cached_info: ConsumerInfo | None = None
@@ -211,26 +210,10 @@ class OrderedConsumer:
             self._needs_reset = False
         if old is not None:
             old.close()
-            self._delete_in_background(old.name, f"jsclient-ordered-delete-{old.name}")
+            delete_later(self._js, self.stream_name, old.name)
         return engine
 
-    def _delete_in_background(self, name: str, thread_name: str) -> None:
-        """Delete the server-side consumer ``name`` on a daemon thread of its own,
-        off the caller's path (if that fails, the consumer expires by itself)."""
-        try:
-            threading.Thread(
-                target=self._delete_quietly, args=(name,), name=thread_name, daemon=True
-            ).start()
-        except RuntimeError:  # interpreter shutdown
-            pass
-
-    def _delete_quietly(self, name: str) -> None:
-        try:
-            self._js._api_request(f"CONSUMER.DELETE.{self.stream_name}.{name}")
-        except errors.Error as exc:  # gone already, or the server is away: it expires anyway
-            log.debug("jsclient: deleting replaced ordered consumer %s: %s", name, exc)
-
-    def _reset(self, wake: Flag | None = None, deadline: float | None = None) -> Engine:
+    def _reset(self, wake: Signal | None = None, deadline: float | None = None) -> Engine:
         """Recreate with backoff; raises the last error after ``max_reset_attempts``
         (or when the next attempt would come after ``deadline``, a monotonic time)."""
         delay = _BACKOFF_FIRST
@@ -248,7 +231,7 @@ class OrderedConsumer:
                 log.debug("jsclient: ordered consumer reset attempt %d failed: %s", attempt, exc)
             if wake is not None:
                 if wake.wait(delay):
-                    raise _Stopped()
+                    raise Stopped()
             else:
                 time.sleep(delay)
             delay = min(delay * 2, _BACKOFF_MAX)
@@ -297,7 +280,7 @@ class OrderedConsumer:
 
     def fetch(
         self, max_messages: int = 100, *, expires: float = 30.0, heartbeat: float | None = None
-    ) -> _OrderedBatch:
+    ) -> OrderedBatch:
         """Up to ``max_messages`` in order (see ``Consumer.fetch``).
 
         A pending reset happens first, retried with backoff for at most ``expires``."""
@@ -307,18 +290,18 @@ class OrderedConsumer:
 
     def fetch_bytes(
         self, max_bytes: int, *, expires: float = 30.0, heartbeat: float | None = None
-    ) -> _OrderedBatch:
+    ) -> OrderedBatch:
         limit = positive_int("max_bytes", max_bytes)
         hb = fetch_heartbeat(expires, heartbeat)
         return self._start_batch(lambda e: FetchBatch(e, 1_000_000, limit, expires, hb), expires)
 
-    def fetch_no_wait(self, max_messages: int = 100) -> _OrderedBatch:
+    def fetch_no_wait(self, max_messages: int = 100) -> OrderedBatch:
         n = positive_int("max_messages", max_messages)
         return self._start_batch(lambda e: FetchBatch(e, n, 0, 0.0, 0.0, True), self._js._timeout)
 
-    def _start_batch(self, make: Callable[[Engine], FetchBatch], wait: float) -> _OrderedBatch:
+    def _start_batch(self, make: Callable[[Engine], FetchBatch], wait: float) -> OrderedBatch:
         deadline = time.monotonic() + wait
-        batch = _OrderedBatch(self, make, self._ready_engine(deadline), deadline)
+        batch = OrderedBatch(self, make, self._ready_engine(deadline), deadline)
         self._batch = batch
         return batch
 
@@ -349,7 +332,7 @@ class OrderedConsumer:
             self._needs_reset = True
 
         def make(q: Inbox, report: Callable[[BaseException], None]) -> Any:
-            return _OrderedSource(self, opts, q, report)
+            return OrderedSource(self, opts, q, report)
 
         return make
 
@@ -408,7 +391,7 @@ class OrderedConsumer:
 
     def _open_messages(self, opts: PullOptions, error_cb: ErrorCallback | None) -> MessagesContext:
         """A ``messages()`` iterator over pulls of ``opts`` (the library's
-        readers choose their own, see ``_scan.bounded_messages``)."""
+        readers choose their own, see ``read.reader.bounded_messages``)."""
         make = self._source_factory(opts)
         try:
             return MessagesContext(self._js._client, make, error_cb)
@@ -422,234 +405,3 @@ class OrderedConsumer:
         if engine is None:
             return Engine.idle_stats()
         return engine.stats()
-
-
-class _Stopped(Exception):
-    pass
-
-
-class _OrderedBatch:
-    """A fetch batch that checks order; a gap ends it early (the next fetch resets)."""
-
-    def __init__(
-        self,
-        oc: OrderedConsumer,
-        make: Callable[[Engine], FetchBatch],
-        engine: Engine,
-        deadline: float,
-    ) -> None:
-        self._oc = oc
-        self._make = make
-        self._deadline = deadline
-        self._inner = make(engine)
-        self._yielded = 0
-        self._retried = False
-        self._done = False
-        self._error: BaseException | None = None
-
-    @property
-    def error(self) -> BaseException | None:
-        """Why the batch ended short (see ``FetchBatch.error``)."""
-        return self._error or self._inner.error
-
-    @property
-    def done(self) -> bool:
-        """True when nothing of this batch is left unread."""
-        return self._done or self._inner.drained()
-
-    def abandon(self) -> None:
-        self._done = True
-
-    def __iter__(self) -> _OrderedBatch:
-        return self
-
-    def __next__(self) -> Msg:
-        oc = self._oc
-        while not self._done:
-            try:
-                msg = next(self._inner)
-            except StopIteration:
-                err = self._inner.error
-                if isinstance(err, errors.ConsumerDeletedError | errors.NoRespondersError):
-                    # The consumer went away (deleted, inactive, server restarted).
-                    oc._needs_reset = True
-                    if not self._retried and self._yielded == 0:
-                        self._retried = True
-                        try:
-                            self._inner = self._make(oc._reset(deadline=self._deadline))
-                        except errors.Error as exc:
-                            self._error = exc
-                            self._done = True
-                            break
-                        continue
-                elif isinstance(err, errors.NoHeartbeatError):
-                    oc._needs_reset = True
-                self._done = True
-                break
-            verdict = oc._check(msg)
-            if verdict:
-                self._yielded += 1
-                return msg
-            if verdict is False:
-                oc._needs_reset = True
-                self._done = True
-        raise StopIteration
-
-
-class _OrderedFeed(Feed):
-    """A Feed whose lost consumer or missed heartbeat asks its source for a reset."""
-
-    def __init__(self, source: _OrderedSource, engine: Engine, opts: PullOptions) -> None:
-        super().__init__(engine, opts, source.q, source.report)
-        self.source = source
-
-    def on_status_error(self, kind: int, error: errors.Error) -> None:
-        if isinstance(error, errors.ConsumerDeletedError) or kind == NO_RESPONDERS:
-            self.source.reset()
-        elif kind == TERMINAL:
-            raise Terminal(error)
-        else:
-            self.report(error)
-
-    def on_missed_heartbeat(self) -> None:
-        self.source.reset()
-        if self.opts.err_on_missing_heartbeat:
-            raise errors.NoHeartbeatError()
-
-
-class _OrderedSource:
-    """The consume/messages source of an ordered consumer: one feed at a time, resets."""
-
-    def __init__(
-        self,
-        oc: OrderedConsumer,
-        opts: PullOptions,
-        q: Inbox,
-        report: Callable[[BaseException], None],
-    ) -> None:
-        self.oc = oc
-        self.opts = opts
-        self.q = q
-        self.report = report
-        self.feed: _OrderedFeed | None = None
-        self.stopped = False
-        self.resetting = False
-        self._wake = Flag()
-
-    def start(self) -> None:
-        oc = self.oc
-        engine = oc._engine
-        if oc._needs_reset or engine is None:
-            self.reset()  # on the helper thread: with backoff, never blocking the caller
-            return
-        try:
-            self._start_feed(engine)
-        except BaseException:
-            self.stop()
-            raise
-
-    def _start_feed(self, engine: Engine) -> None:
-        feed = _OrderedFeed(self, engine, self.opts)
-        self.feed = feed
-        feed.start()
-        if self.stopped:
-            feed.stop()
-
-    def process(self, item: Any) -> Msg | None:
-        feed = self.feed
-        if item.__class__ is Msg:
-            if feed is None or item.sid != feed.sid:
-                return None  # from a replaced consumer
-            msg = feed.process(item)
-            if msg is None:
-                return None
-            verdict = self.oc._check(msg)
-            if verdict:
-                return msg
-            if verdict is False:
-                self.reset()
-            return None
-        kind, origin = item
-        if kind == _RESET_FAILED:
-            raise Terminal(origin)
-        if feed is None or origin is not feed:
-            return None
-        return feed.process(item)
-
-    def process_batch(self, batch: list[Msg], out: list[tuple[Msg, int, int, int]]) -> None:
-        """``process`` for every message of a batch the reader routed, in order:
-        each one delivered in order is appended to ``out`` as ``(message, stream
-        sequence, pending, timestamp ns)``. One loop instead of a call chain per
-        message, for library readers that take whole batches (KV scans and
-        watchers). A gap stops it (the rest is the old consumer's) and resets;
-        a :class:`Terminal` propagates with ``out`` holding what came before."""
-        feed = self.feed
-        if feed is None or not batch or batch[0].sid != feed.sid:
-            return  # a batch is one inbox's: this one a replaced consumer's
-        ready: list[Msg] = []
-        try:
-            feed.process_batch(batch, ready)
-        finally:
-            self._check_batch(ready, out)
-
-    def _check_batch(self, ready: list[Msg], out: list[tuple[Msg, int, int, int]]) -> None:
-        oc = self.oc
-        name = oc._name
-        stream = oc.stream_name
-        last = oc._last_cseq
-        append = out.append
-        parse = _parse_jsack
-        gap = False
-        for m in ready:
-            try:
-                _s, consumer, _dlv, sseq, cseq, ts, pending, _dom = parse(m.reply, stream, name)
-            except errors.Error:
-                continue
-            if consumer != name:
-                continue
-            if cseq != last + 1:
-                gap = True
-                break
-            last = cseq
-            append((m, sseq, pending, ts))
-        # What was delivered is recorded before any reset reads it.
-        if last != oc._last_cseq:
-            oc._last_cseq = last
-            _m, oc._last_sseq, oc._last_pending, oc._last_ts = out[-1]
-        if gap:
-            self.reset()
-
-    def reset(self) -> None:
-        """Replace the server-side consumer on a helper thread (consuming thread only)."""
-        if self.resetting or self.stopped:
-            return
-        self.resetting = True
-        feed = self.feed
-        self.feed = None
-        if feed is not None:
-            feed.stop()
-        threading.Thread(
-            target=self._reset_run, name=f"jsclient-ordered-reset-{self.oc._prefix}", daemon=True
-        ).start()
-
-    def _reset_run(self) -> None:
-        try:
-            engine = self.oc._reset(self._wake)
-            if not self.stopped:
-                self._start_feed(engine)
-        except _Stopped:
-            pass
-        except BaseException as exc:
-            self.q.put((_RESET_FAILED, exc))
-        finally:
-            self.resetting = False
-
-    def stop(self) -> None:
-        if self.stopped:
-            return
-        self.stopped = True
-        self._wake.set()
-        feed = self.feed
-        if feed is not None:
-            feed.stop()
-        self.oc._release()

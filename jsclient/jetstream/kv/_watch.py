@@ -22,7 +22,7 @@ from jsclient.jetstream.read.watcher import BATCH, Watcher
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
-    from jsclient.msg import Msg
+    from jsclient.jetstream.read.reader import Entry
 
 __all__ = ["BATCH", "KeyWatcher"]
 
@@ -70,7 +70,7 @@ class KeyWatcher(Watcher[KeyValueEntry]):
             max_buffered_bytes=max_buffered_bytes,
         )
 
-    def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:
+    def _fill(self, buf: list[Entry]) -> None:
         """Entries for what the ordered consumer delivered (each with its stream
         sequence, pending count and time), the None marker after the one that
         left none pending while the initial values were due."""

@@ -1,7 +1,8 @@
 """Reading an object: :class:`ObjectReader`, a binary file object over its chunks.
 
-The chunks (``$O.<bucket>.C.<nuid>``) are read in order through an ordered
-consumer, pulled a bounded number at a time and at most ``max_buffered_bytes``
+The chunks (``$O.<bucket>.C.<nuid>``) are read in order through an
+:class:`~jsclient.jetstream.read.reader.OrderedReader` (an ordered consumer),
+a routed batch at a time, pulled a bounded number at a time and at most ``max_buffered_bytes``
 (8 MiB by default) ahead of what was read -- a byte bound the server keeps,
 whatever the meta says the chunk size is -- so memory holds a few chunks
 whatever the object's size. A read is one-shot: when no chunk comes for the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -32,7 +34,7 @@ from jsclient import errors
 from jsclient.api import DeliverPolicy, ObjectInfo
 from jsclient.jetstream.obj._config import DEFAULT_CHUNK_SIZE
 from jsclient.jetstream.obj._meta import digest_bytes
-from jsclient.jetstream.read.scan import bounded_messages, buffer_limit, delete_later
+from jsclient.jetstream.read.reader import Entry, OrderedReader, buffer_limit
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
@@ -74,8 +76,9 @@ class ObjectReader(io.RawIOBase):
     ) -> None:
         super().__init__()
         # First: close() (also from the finalizer of a reader whose making failed) reads them.
-        self._oc: OrderedConsumer | None = None
-        self._it: MessagesContext | None = None
+        self._reader: OrderedReader | None = None
+        self._batch: list[Entry] = []  # chunks taken, not read yet (a routed batch, reversed)
+        self._late: BaseException | None = None  # what ended the read after the batch
         self._buf = b""  # the chunk being read, from ``_pos`` on
         self._pos = 0
         self.info = info
@@ -99,6 +102,16 @@ class ObjectReader(io.RawIOBase):
     def __repr__(self) -> str:
         return f"<ObjectReader {self.info.bucket!r}/{self.info.name!r} size={self._size}>"
 
+    @property
+    def _oc(self) -> OrderedConsumer | None:
+        """The ordered consumer being read (None before the first read and at the end)."""
+        return None if self._reader is None else self._reader.oc
+
+    @property
+    def _it(self) -> MessagesContext | None:
+        """Its bounded pulls (see ``OrderedReader``)."""
+        return None if self._reader is None else self._reader.it
+
     # -- chunks ------------------------------------------------------------------
 
     def _start(self) -> None:
@@ -107,24 +120,23 @@ class ObjectReader(io.RawIOBase):
             self._finish()
             return
         try:
-            oc: OrderedConsumer = self._js.ordered_consumer(
+            reader = OrderedReader(
+                self._js,
                 self._stream,
-                filter_subjects=[self._subject],
-                deliver_policy=DeliverPolicy.ALL,
+                [self._subject],
+                DeliverPolicy.ALL,
                 inactive_threshold=INACTIVE_THRESHOLD,
             )
         except errors.Error as exc:  # the bucket went away, the server is away...
             self._fail(exc)
-        self._oc = oc
-        info = oc.cached_info
-        if info is not None and not info.num_pending:
+        self._reader = reader
+        if not reader.pending:
             self._finish()  # no chunk stored: a size mismatch, unless the object is empty
             return
         try:
             # Chunks for half the bound per pull: two pulls are open at a time
             # (see bounded_messages), each within its bytes when the meta is right.
-            window = window_messages(self.info, self._max_bytes // 2)
-            self._it = bounded_messages(oc, window, self._max_bytes)
+            reader.open(window_messages(self.info, self._max_bytes // 2), self._max_bytes)
         except errors.Error as exc:
             self._fail(exc)
         except BaseException:
@@ -141,21 +153,10 @@ class ObjectReader(io.RawIOBase):
             self._start()
             if self._eof:
                 return None
-        it = self._it
-        oc = self._oc
-        assert it is not None and oc is not None
-        try:
-            msg = it.next(self._stall)
-        except errors.TimeoutError:
-            self._fail(
-                errors.TimeoutError(
-                    f"nats: no chunk of object {self.info.name!r} came in {self._stall:g} s"
-                )
-            )
-        except errors.Error as exc:
-            self._fail(exc)
+        if not self._batch:
+            self._take_batch()
+        msg, _seq, pending, _ts = self._batch.pop()  # last first: see _take_batch
         data: bytes = msg.data
-        pending = oc._last_pending  # just checked by the ordered consumer on this thread
         self._count += 1
         self._got += len(data)
         if self._got > self._size:
@@ -166,6 +167,30 @@ class ObjectReader(io.RawIOBase):
                 self._fail(self._mismatch(f"more than its {self._chunks} chunks"))
             self._finish()
         return data
+
+    def _take_batch(self) -> None:
+        """Wait for the next routed batch of chunks (into ``_batch``), at most
+        the stall timeout; then the error that ended the read, if it ended.
+        The batch is kept in reverse, so that each chunk taken (``pop()``) is
+        let go of at once."""
+        reader = self._reader
+        assert reader is not None
+        if self._late is not None:
+            self._fail(self._late)
+        batch = self._batch
+        try:
+            reader.read(batch, time.monotonic() + self._stall)
+        except errors.TimeoutError:
+            self._fail(
+                errors.TimeoutError(
+                    f"nats: no chunk of object {self.info.name!r} came in {self._stall:g} s"
+                )
+            )
+        except errors.Error as exc:
+            if not batch:
+                self._fail(exc)
+            self._late = exc  # raised once the chunks before it are read
+        batch.reverse()
 
     def _finish(self) -> None:
         """The last chunk is in: check everything, then end (the consumer goes)."""
@@ -192,12 +217,11 @@ class ObjectReader(io.RawIOBase):
 
     def _release(self) -> None:
         """Stop pulling and delete the consumer (off the caller's path)."""
-        it, oc = self._it, self._oc
-        self._it = self._oc = None
-        if it is not None:
-            it.stop()
-        if oc is not None:
-            delete_later(oc, "obj")
+        reader = self._reader
+        self._reader = None
+        self._batch.clear()
+        if reader is not None:
+            reader.close()
 
     def _fill(self) -> int:
         """Bytes left in the current chunk, after moving to the next if it was used up;

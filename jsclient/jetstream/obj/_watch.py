@@ -22,6 +22,7 @@ from jsclient.jetstream.read.watcher import Watcher
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
+    from jsclient.jetstream.read.reader import Entry
     from jsclient.msg import Msg
 
 __all__ = ["ObjectWatcher"]
@@ -66,7 +67,7 @@ class ObjectWatcher(Watcher[ObjectInfo]):
             max_buffered_bytes=max_buffered_bytes,
         )
 
-    def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:
+    def _fill(self, buf: list[Entry]) -> None:
         """Infos for what the ordered consumer delivered (each with its stream
         sequence, pending count and time), the None marker after the one that
         left none pending while the initial objects were due."""

@@ -37,6 +37,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
+from jsclient._threads import Signal
 from jsclient.api import PubAck
 from jsclient.jetstream._wire import TTL, ttl_value
 from jsclient.jetstream.publish.window import WAIT_SLICE
@@ -92,8 +93,8 @@ class FastPublisher:
         self._inbox = self._client.new_inbox()
         self._reply_pre = f"{self._inbox}.{self._id}.{flow}.{gap}."
         self._sid: int | None = None
-        self._lock = threading.Lock()  # entered with ``with``; never ``with self._cond``
-        self._cond = threading.Condition(self._lock)
+        self._lock = threading.Lock()  # the answers' state (entered with ``with``)
+        self._signal = Signal(self._lock)  # the filling thread waits on it for answers
         # Written by the filling thread only.
         self._seq = 0  # last batch sequence sent
         self._last_subject = ""
@@ -256,14 +257,17 @@ class FastPublisher:
         ``ack_timeout``, TimeoutError after a second (the batch is closed then:
         nothing more can be sent in it, and its inbox subscription goes).
 
-        The condition is entered through its plain lock, in slices, and never
-        held while pinging (see :mod:`jsclient._threads`).
+        It waits on the batch's :class:`~jsclient._threads.Signal`, in slices,
+        and never holds its lock while pinging.
         """
+
+        def settled() -> bool:
+            return bool(ready() or self._ended or self._stop_now())
+
         pinged = False
-        lock = self._lock
-        cond = self._cond
+        signal = self._signal
         deadline = time.monotonic() + self._ack_timeout
-        while not (ready() or self._ended or self._stop_now()):
+        while not settled():
             left = deadline - time.monotonic()
             if left <= 0:
                 if pinged or self._client.is_closed:
@@ -275,9 +279,7 @@ class FastPublisher:
                 self._ping()
                 deadline = time.monotonic() + self._ack_timeout
                 continue
-            with lock:
-                if not (ready() or self._ended or self._stop_now()):
-                    cond.wait(min(left, WAIT_SLICE))
+            signal.wait_for(settled, min(left, WAIT_SLICE))
         if self._stop_now() or (self._ended and not ready()):
             self.close()
             if self._failure is not None:
@@ -340,7 +342,7 @@ class FastPublisher:
             if report is not None and not self._gap_ok and self._failure is None:
                 self._failure = report
                 report = None
-            self._cond.notify_all()
+            self._signal.notify_locked()
         if report is not None:
             if self._error_cb is not None:
                 self._client._run_callback(self._error_cb, report)

@@ -1,8 +1,8 @@
 """What the Key-Value and Object store watchers share: :class:`Watcher`, an iterator
 (or a callback) of items read from an ordered consumer, with one ``None`` marker.
 
-A watcher reads an ordered consumer on a bucket's stream, filtered to the
-watched subjects: the latest message of each (every message with
+A watcher reads an :class:`~jsclient.jetstream.read.reader.OrderedReader` on a
+bucket's stream, filtered to the watched subjects: the latest message of each (every message with
 ``include_history``; only later ones with ``updates_only``; from a sequence
 with ``resume_from``). The ordered consumer checks every sequence and, after a
 gap, a lost consumer, a reconnect or a server restart, starts a new one after
@@ -19,7 +19,8 @@ them ahead of what was read (pulls bounded by both, see
 ``next(timeout)`` is bounded by its timeout. Iteration (``for item in w``) and
 the callback form wait for updates by design, for as long as the watcher
 lives, and so ride out reconnects and server restarts. If making the watcher
-fails after its server-side consumer was made, that consumer is deleted.
+fails after its server-side consumer was made, that consumer is deleted
+(by the connection's deleter, as when the watcher is stopped).
 A subclass turns the messages of each routed batch into its items
 (:meth:`Watcher._fill`), leaving out those it does not want.
 """
@@ -35,19 +36,17 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from jsclient import errors
 from jsclient._threads import log
 from jsclient.api import DeliverPolicy
-from jsclient.jetstream.read.scan import bounded_messages, buffer_limit, delete_later
+from jsclient.jetstream.read.reader import SLICE, Entry, OrderedReader, buffer_limit
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
-    from jsclient.msg import Msg
+    from jsclient.jetstream.consume.contexts import MessagesContext
 
 T = TypeVar("T")
 
 _mono = time.monotonic
 #: Messages per pull: enough to keep the server busy, small enough to bound memory.
 BATCH = 1000
-#: How often a blocked watcher looks whether a reset left nothing pending.
-_SLICE = 1.0
 
 
 class Watcher(Generic[T]):
@@ -59,8 +58,8 @@ class Watcher(Generic[T]):
     ``cb=``, a library thread calls ``cb(item)`` for each, ``None`` included.
     """
 
-    #: Names the threads (``jsclient-<area>-watch-<bucket>``, ``...-unwatch-<consumer>``)
-    #: and the log line of a callback that raised.
+    #: Names the callback thread (``jsclient-<area>-watch-<bucket>``) and the
+    #: log line of a callback that raised.
     _area = "kv"
     _kind = "key"
 
@@ -90,30 +89,24 @@ class Watcher(Generic[T]):
             policy, start = DeliverPolicy.ALL, None
         else:
             policy, start = DeliverPolicy.LAST_PER_SUBJECT, None
-        oc = js.ordered_consumer(
-            stream,
-            filter_subjects=subjects,
-            deliver_policy=policy,
-            opt_start_seq=start,
-            headers_only=headers_only or None,
+        reader = OrderedReader(
+            js, stream, subjects, policy, start_seq=start, headers_only=headers_only
         )
-        self._oc = oc
+        self._reader = reader
+        self._oc = reader.oc
         self._stopped = False
         self._thread: threading.Thread | None = None
         try:
-            self._start(oc, policy, updates_only, max_bytes, cb)
+            self._start(reader, policy, updates_only, max_bytes, cb)
         except BaseException:
             # Nothing will stop this watcher: its consumer goes now (issue 32).
             self._stopped = True
-            it = getattr(self, "_it", None)
-            if it is not None:
-                it.stop()
-            delete_later(oc, self._area, "unwatch")
+            reader.close()
             raise
 
     def _start(
         self,
-        oc: Any,
+        reader: OrderedReader,
         policy: DeliverPolicy,
         updates_only: bool,
         max_bytes: int,
@@ -123,20 +116,20 @@ class Watcher(Generic[T]):
         # each subject (and what was had already is dropped by sequence), so a
         # restart in the middle does not hand out every older message since.
         self._last_rev = 0
-        info = oc.cached_info
+        oc = reader.oc
         # Items made ready and not handed out yet (at most one routed batch),
         # with the None marker in its place; what ended the watch, once they are out.
         self._ready: deque[T | None] = deque()
-        self._buf: list[tuple[Msg, int, int, int]] = []
+        self._buf: list[Entry] = []
         self._error: BaseException | None = None
-        marker_now = not updates_only and not (info and info.num_pending)
+        marker_now = not updates_only and not reader.pending
         self._initial_done = updates_only or marker_now
         if marker_now:
             self._ready.append(None)
         oc._keep_start = policy is DeliverPolicy.LAST_PER_SUBJECT and not marker_now
         self._serial = oc._serial
-        self._it = bounded_messages(oc, BATCH, max_bytes)
         self._cb = cb
+        reader.open(BATCH, max_bytes)
         if cb is not None:
             self._thread = threading.Thread(
                 target=self._run_callback,
@@ -147,6 +140,11 @@ class Watcher(Generic[T]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._bucket!r}>"
+
+    @property
+    def _it(self) -> MessagesContext | None:
+        """The reader's bounded pulls (see ``OrderedReader``)."""
+        return self._reader.it
 
     def __enter__(self) -> Watcher[T]:
         return self
@@ -181,36 +179,34 @@ class Watcher(Generic[T]):
         if self._error is not None:
             raise self._error
         deadline = None if timeout is None else _mono() + timeout
-        next_batch = self._it._next_batch
         buf = self._buf
+        read = self._reader.read
         while True:
-            wait = _SLICE if deadline is None else min(_SLICE, deadline - _mono())
-            if wait <= 0:
-                raise errors.TimeoutError()
             try:
-                next_batch(wait, buf)
-            except errors.TimeoutError:
-                if self._stopped:
-                    raise errors.MsgIteratorClosedError() from None
-                # Nothing came: after a reset, or because what was pending at
-                # the start went away (age limit, TTL), nothing may be left.
-                if not self._initial_done and (self._reset_left_nothing() or self._caught_up()):
+                if not read(buf, deadline, self._idle):
+                    # Nothing came: after a reset, or because what was pending at
+                    # the start went away (age limit, TTL), nothing is left.
                     self._initial_done = True
                     self._oc._keep_start = False
                     return None
-                continue
             except errors.Error as exc:
                 if not buf:
                     raise
                 self._error = exc  # raised once what came before it is out
-            if buf:
-                self._fill(buf)
-                if ready:
-                    return ready.popleft()
+            self._fill(buf)
+            if ready:
+                return ready.popleft()
             if self._error is not None:
                 raise self._error
 
-    def _fill(self, buf: list[tuple[Msg, int, int, int]]) -> None:
+    def _idle(self) -> bool:
+        """A wait slice brought nothing: closed? or, while the initial items
+        are due, is nothing left of them (True: the None marker is due)?"""
+        if self._stopped:
+            raise errors.MsgIteratorClosedError()
+        return not self._initial_done and (self._reset_left_nothing() or self._caught_up())
+
+    def _fill(self, buf: list[Entry]) -> None:
         """Turn what the ordered consumer delivered (each message with its stream
         sequence, pending count and time in ns) into items on ``_ready``, and the
         None marker after the one that left none pending while the initial items
@@ -218,10 +214,8 @@ class Watcher(Generic[T]):
         raise NotImplementedError
 
     def _caught_up(self) -> bool:
-        """``OrderedConsumer._caught_up``, asked only of a connected server (asked
-        while disconnected, the question would wait out its own timeout)."""
-        oc = self._oc
-        return bool(oc._js._client.is_connected and oc._caught_up())
+        """``OrderedReader.caught_up``: nothing left to deliver (a connected server says)."""
+        return self._reader.caught_up()
 
     def _reset_left_nothing(self) -> bool:
         """After a reset: does the new consumer have nothing more to deliver?"""
@@ -238,7 +232,7 @@ class Watcher(Generic[T]):
         client = self._oc._js._client
         while not self._stopped:
             try:
-                item = self._next(_SLICE)
+                item = self._next(SLICE)
             except errors.TimeoutError:
                 continue
             except errors.MsgIteratorClosedError:
@@ -260,8 +254,7 @@ class Watcher(Generic[T]):
             return
         self._stopped = True
         self._ready.clear()
-        self._it.stop()
-        delete_later(self._oc, self._area, "unwatch")
+        self._reader.close()
 
     @property
     def stopped(self) -> bool:

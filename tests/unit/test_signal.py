@@ -1,0 +1,161 @@
+"""``jsclient._threads.Signal``: the library's one wait primitive (a flag, an
+auto-reset wake-up and a condition on a plain lock), and ``_handoff.next_item``,
+the one loop that takes from a queue of routed batches."""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import pytest
+from _js import eventually, raise_in
+
+from jsclient._handoff import next_item, wait_into
+from jsclient._threads import Flag, Signal, Wake
+
+
+class Interrupt(Exception):
+    pass
+
+
+def _waiter(fn: Any) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(fn())
+        except BaseException as exc:
+            out.append(exc)
+
+    t = threading.Thread(target=run, name="signal-test-waiter", daemon=True)
+    t.start()
+    return t, out
+
+
+def test_flag_wakes_every_waiter_and_stays_set() -> None:
+    s = Signal()
+    waiters = [_waiter(lambda: s.wait(10)) for _ in range(3)]
+    eventually(lambda: s.waiting == 3, 5, "three waiters")
+    s.set()
+    for t, out in waiters:
+        t.join(5)
+        assert out == [True]
+    assert s.is_set() and s.wait(0) and s.waiting == 0
+    s.clear()
+    assert not s.is_set()
+    t0 = time.monotonic()
+    assert s.wait(0.05) is False
+    assert time.monotonic() - t0 < 2
+
+
+def test_take_is_an_auto_reset_wake() -> None:
+    s = Signal()
+    assert s.take(0.01) is False
+    s.set()
+    s.set()  # two sets before a take wake it once
+    assert s.take(0) is True
+    assert s.take(0.01) is False
+    t, out = _waiter(lambda: s.take(10))
+    eventually(lambda: s.waiting == 1, 5, "the waiter")
+    s.set()
+    t.join(5)
+    assert out == [True] and not s.is_set()
+
+
+def test_old_names_are_signals() -> None:
+    assert Flag is Signal
+    w = Wake()
+    assert isinstance(w, Signal)
+    w.set()
+    assert w.wait(0) is True and w.wait(0.01) is False  # Wake.wait is take
+
+
+def test_wait_for_a_predicate_and_notify() -> None:
+    lock = threading.Lock()
+    s = Signal(lock)
+    state = {"n": 0}
+    t, out = _waiter(lambda: s.wait_for(lambda: state["n"] >= 3, 10))
+    for _ in range(3):
+        eventually(lambda: s.waiting == 1, 5, "the waiter")
+        with lock:
+            state["n"] += 1
+            s.notify_locked()
+    t.join(5)
+    assert out == [True] and s.waiting == 0
+    assert s.wait_for(lambda: False, 0.02) is False
+
+
+def test_notify_with_no_waiter_takes_no_lock() -> None:
+    s = Signal()
+    with s.lock:  # a notify that took the lock would block here for good
+        s.notify()
+        s.set()
+    assert s.is_set()
+
+
+def _inside(t: threading.Thread, name: str) -> bool:
+    frame = sys._current_frames().get(t.ident or 0)
+    while frame is not None:
+        if frame.f_code.co_name == name and frame.f_code.co_filename == threading.__file__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_a_waiter_interrupted_leaves_the_lock_free() -> None:
+    s = Signal()
+    t, out = _waiter(lambda: s.wait_for(lambda: False, 30))
+    eventually(lambda: _inside(t, "wait"), 5, "the waiter in Condition.wait")
+    time.sleep(0.1)  # into the C call that waits
+    raise_in(t, Interrupt)
+    s.notify()  # it runs Python code again only when woken (or at its slice's end)
+    t.join(10)
+    assert not t.is_alive() and isinstance(out[0], Interrupt)
+    assert s.waiting == 0
+    assert s.lock.acquire(timeout=1)
+    s.lock.release()
+
+
+# -- next_item -------------------------------------------------------------------
+
+
+def test_next_item_moves_a_routed_batch_into_local() -> None:
+    q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    held: deque[Any] = deque()
+    local: deque[Any] = deque()
+    q.put((["a", "b", "c"], 3))
+    q.put("control")
+    assert next_item(q, held, local, 0) == "a"
+    assert list(local) == ["b", "c"]
+    assert next_item(q, held, local, 0) == "b"
+    assert next_item(q, held, local, 0) == "c"
+    assert next_item(q, held, local, 0) == "control"
+    with pytest.raises(queue.Empty):
+        next_item(q, held, local, 0)
+    t0 = time.monotonic()
+    with pytest.raises(queue.Empty):
+        next_item(q, held, local, 0.05)
+    assert time.monotonic() - t0 >= 0.04
+
+
+def test_next_item_without_local_returns_batches_whole() -> None:
+    q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    held: deque[Any] = deque()
+    q.put((["a", "b"], 2))
+    assert next_item(q, held, None, 0) == (["a", "b"], 2)
+
+
+def test_what_an_interrupted_wait_took_comes_next() -> None:
+    q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    held: deque[Any] = deque()
+    local: deque[Any] = deque()
+    q.put((["x", "y"], 2))
+    wait_into(q, held, 1.0)  # the wait returned; the interrupt came before its caller took it
+    q.put("later")
+    assert next_item(q, held, local, 0) == "x"
+    assert next_item(q, held, local, 0) == "y"
+    assert next_item(q, held, local, 0) == "later"
