@@ -18,8 +18,8 @@ interpreter pairs.
 wait of one thread) and a condition on a plain lock (``wait_for(ready,
 timeout)``, ``notify``) that waiters wait on in slices of at most
 ``_IDLE_WAIT``. It counts its waiters, so a ``set``/``notify`` with nobody
-waiting reads one attribute and takes no lock. ``Flag`` and ``Wake`` are its
-older names (``Wake.wait`` is ``take``); the Scheduler waits on one too.
+waiting reads one attribute and takes no lock. :class:`Wake` is a Signal
+whose ``wait`` is ``take`` (the runners' wake-ups); the Scheduler waits on one too.
 """
 
 from __future__ import annotations
@@ -140,10 +140,6 @@ class Signal:
             self._set = False
             return True
         return False
-
-
-#: ``threading.Event`` for the library: a :class:`Signal` used as a flag.
-Flag = Signal
 
 
 class Wake(Signal):

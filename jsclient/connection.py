@@ -42,7 +42,7 @@ from jsclient._io.options import (
 from jsclient._io.reader import LINGER, Reader, acquire
 from jsclient._io.servers import DEFAULT_PORT, ServerAddr, ServerPool
 from jsclient._io.writer import WAIT_SLICE, Writer
-from jsclient._threads import Flag
+from jsclient._threads import Signal
 from jsclient.protocol import commands
 
 __all__ = [
@@ -102,8 +102,8 @@ class Connection:
         self._lock = threading.Lock()  # state changes and PING/pong pairing only
         self._pongs: deque[_Pong | None] = deque()
         self._pings_out = 0
-        self._connected_event = Flag()
-        self._closing = Flag()
+        self._connected_event = Signal()
+        self._closing = Signal()
         self._last_error: BaseException | None = None
         self.writer = Writer(self, opts)
         parser = _impl.parser.Parser(max_control_line=opts.max_control_line)

@@ -266,7 +266,7 @@ def test_window_lock_survives_interrupts_anywhere_in_a_wait() -> None:
     # Nothing is left held or registered: the owner's side does not block.
     assert w._lock.acquire(timeout=2), "an interrupt left the window's lock held"
     w._lock.release()
-    assert w._waiting == 0 and w._targets == []
+    assert w._signal.waiting == 0 and w._targets == []
     count[0] = 0
     w.released()
     assert w.wait_below(0, time.monotonic() + 1)

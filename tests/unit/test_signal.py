@@ -15,7 +15,7 @@ import pytest
 from _js import eventually, raise_in
 
 from jsclient._handoff import next_item, wait_into
-from jsclient._threads import Flag, Signal, Wake
+from jsclient._threads import Signal, Wake
 
 
 class Interrupt(Exception):
@@ -66,8 +66,7 @@ def test_take_is_an_auto_reset_wake() -> None:
     assert out == [True] and not s.is_set()
 
 
-def test_old_names_are_signals() -> None:
-    assert Flag is Signal
+def test_wake_is_a_signal_whose_wait_takes() -> None:
     w = Wake()
     assert isinstance(w, Signal)
     w.set()

@@ -104,7 +104,7 @@ def test_wait_for_empty_and_interruption() -> None:
 def test_released_without_waiters_takes_no_lock() -> None:
     o = _Owner(4, 1)
     o.fill(2)
-    with o.window._cond:  # held by someone else: released() must not block
+    with o.window._lock:  # held by someone else: released() must not block
         done = threading.Event()
         threading.Thread(target=lambda: (o.ack(), done.set())).start()
         assert done.wait(2)

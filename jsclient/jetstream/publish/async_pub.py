@@ -211,7 +211,7 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
         # only when a publisher or a completer waits.
         self._pending.pop(ack, None)
         window = self._window
-        if window._waiting:  # released()'s own first test, inline: once per ack
+        if window._signal.waiting:  # released()'s own first test, inline: once per ack
             window.released()
 
 

@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Any
 from nats.nuid import NUID
 
 from jsclient import _impl, errors
-from jsclient._threads import Wake
+from jsclient._threads import Signal, Wake
 from jsclient.jetstream._wire import ttl_value as _ttl_value
 from jsclient.jetstream.publish.flight import (
     DEFAULT_RETRY_ON,
@@ -197,7 +197,7 @@ class Publisher(PublishRunner, FlightsRunner):
         # and no lock, so an interrupt in it leaves nothing to restore.
         self._work = Wake()  # publish runner: queue, hold lift, stop
         self._flights = Wake()  # flights runner: acks, stop, drain
-        self._idle = threading.Condition(self._lock)  # drain() waiters
+        self._idle = Signal(self._lock)  # drain() waiters (entered through _lock)
         self._ids: Iterator[int] = _impl.writer.Counter(1)
         self._queue: deque[Flight] = deque()
         # Back-pressure on publish_async; resumes once a quarter of the queue is free.
@@ -411,7 +411,7 @@ class Publisher(PublishRunner, FlightsRunner):
             self._stopped = self._closed = True
             self._work.set()
             self._flights.set()
-            self._idle.notify_all()
+            self._idle.notify_locked()
         self._queue_window.wake_all()
         self._join(timeout)
         self._abandon()
@@ -457,7 +457,7 @@ class Publisher(PublishRunner, FlightsRunner):
                         f"running ({len(self._queue)} queued, {len(self._pending)} in "
                         "flight); start() it or run publish_runner/flights_runner"
                     ) from self._runner_error
-                self._idle.wait(min(left, 1.0 if missing is None else 0.05))
+                self._idle.wait_locked(min(left, 1.0 if missing is None else 0.05))
         self._join(5.0 if deadline is None else max(0.1, deadline - time.monotonic()))
 
     def _missing_runner(self) -> str | None:

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from jsclient._threads import Wake
+from jsclient._threads import Signal, Wake
 from jsclient.jetstream.publish.engine import PublishEngine
 from jsclient.jetstream.publish.flight import (
     Flight,
@@ -51,7 +51,7 @@ class PublisherState(PublishEngine[Flight]):
     _lock: threading.Lock
     _work: Wake
     _flights: Wake
-    _idle: threading.Condition
+    _idle: Signal  # drain() waiters, on _lock
     _queue: deque[Flight]
     _queue_window: Window
     _done: deque[Flight]
@@ -231,7 +231,7 @@ class PublisherState(PublishEngine[Flight]):
         # With the lock held: True (and drain() woken) once a drain has finished.
         if not self._drained and self._draining and self._is_idle():
             self._drained = True
-            self._idle.notify_all()
+            self._idle.notify_locked()
             self._work.set()
             self._flights.set()
         return self._drained
@@ -253,7 +253,7 @@ class PublisherState(PublishEngine[Flight]):
                 del self._runners[runner]
             self._runner_idents = frozenset(t.ident for t in self._runners.values())
             self._check_drained()
-            self._idle.notify_all()  # drain() checks that the runners it needs run
+            self._idle.notify_locked()  # drain() checks that the runners it needs run
         if self._stopped:
             self._abandon()
 
@@ -294,7 +294,7 @@ class PublisherState(PublishEngine[Flight]):
                     "nats: the publisher stopped before the message was acked"
                 )
             self._failed += len(victims)
-            self._idle.notify_all()
+            self._idle.notify_locked()
         self._queue_window.wake_all()
         i = 0
         try:

@@ -20,6 +20,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from jsclient._threads import Signal
+
 __all__ = ["WAIT_SLICE", "Window"]
 
 #: The longest single wait; every wait re-checks its condition at least this often.
@@ -33,7 +35,7 @@ class Window:
     :meth:`released` after every decrease (any thread).
     """
 
-    __slots__ = ("_cond", "_count", "_lock", "_targets", "_waiting", "limit", "resume_at")
+    __slots__ = ("_count", "_lock", "_signal", "_targets", "limit", "resume_at")
 
     def __init__(self, limit: int, resume_at: int, count: Callable[[], int]) -> None:
         if limit < 0 or not 0 <= resume_at <= max(0, limit):
@@ -41,10 +43,10 @@ class Window:
         self.limit = limit
         self.resume_at = resume_at
         self._count = count
-        # Entered through the plain lock, never ``with cond`` (see jsclient._threads).
         self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._waiting = 0  # threads in a wait (read without the lock by released())
+        # The library's wait primitive on that lock; its ``waiting`` counts the
+        # threads in a wait (read without the lock by released()).
+        self._signal = Signal(self._lock)
         self._targets: list[int] = []  # the count each waiting thread waits for
 
     # -- the rule ----------------------------------------------------------------
@@ -76,9 +78,9 @@ class Window:
         """Wait until at most ``target`` are outstanding; False at ``deadline``
         (None: none) or as soon as ``interrupted()`` turns true."""
         count = self._count
-        cond = self._cond
+        signal = self._signal
         with self._lock:
-            self._waiting += 1
+            signal.waiting += 1  # registered before the count is read (see released())
             self._targets.append(target)
             try:
                 while count() > target:
@@ -87,28 +89,27 @@ class Window:
                     left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
                     if left <= 0:
                         return False
-                    cond.wait(min(left, WAIT_SLICE))
+                    signal.wait_locked(min(left, WAIT_SLICE))
                 return True
             finally:
                 self._targets.remove(target)
-                self._waiting -= 1
+                signal.waiting -= 1
 
     # -- the owner's side ----------------------------------------------------------
 
     def released(self) -> None:
         """The count went down: wake the waiters whose target it reached.
 
-        Removing first and then reading ``_waiting`` (the owner's order) pairs
+        Removing first and then reading ``waiting`` (the owner's order) pairs
         with a waiter that registers and then reads the count: one of the two
         sees the other.
         """
-        if self._waiting:
+        if self._signal.waiting:
             with self._lock:
                 targets = self._targets
                 if targets and self._count() <= max(targets):
-                    self._cond.notify_all()
+                    self._signal.notify_locked()
 
     def wake_all(self) -> None:
         """Wake every waiter to re-check (an interruption such as a disconnect)."""
-        with self._lock:
-            self._cond.notify_all()
+        self._signal.notify()

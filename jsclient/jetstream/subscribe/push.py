@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 from jsclient import _impl, errors
 from jsclient._threads import TimerHandle
 from jsclient.api import ConsumerConfig, ConsumerInfo, DeliverPolicy
+from jsclient.jetstream.consume.deleter import delete_later
 from jsclient.jetstream.consume.engine import (
     FLOW_CONTROL,
     HEARTBEAT,
@@ -361,13 +362,10 @@ class JsSubscription(Subscription):
         self._resets += 1
         self._fc_answered = None
         self._hb_last = _mono()
-        # The replaced consumer is deleted without waiting for the answer: it
-        # has no subscriber any more, and would also go by itself once its
-        # inactivity threshold passes.
-        try:
-            self._client.publish(f"{self._js._prefix}.CONSUMER.DELETE.{self.stream_name}.{old}")
-        except errors.Error:
-            pass
+        # The replaced consumer is deleted by the connection's consumer deleter
+        # (not waited for): it has no subscriber any more, and would also go by
+        # itself once its inactivity threshold passes.
+        delete_later(self._js, self.stream_name, old)
 
     def _enqueue(self, kind: str) -> None:
         if not self._ended:
