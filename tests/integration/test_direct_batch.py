@@ -11,9 +11,10 @@ import pytest
 
 import jsclient
 from jsclient import errors
-from jsclient.api import RawStreamMsg, StreamInfo
+from jsclient.api import RawStreamMsg, StreamInfo, StreamSource
 from jsclient.client import Client
-from jsclient.jetstream import JetStream, _direct
+from jsclient.jetstream import JetStream
+from jsclient.jetstream.manage import direct as _direct
 from jsclient.jetstream.manage.stream import Stream
 from jsclient.protocol import commands
 
@@ -288,6 +289,19 @@ def test_stream_without_allow_direct(js: JetStream) -> None:
         list(st.get_last_msgs_for("nd.*"))
     js.update_stream(name="ND", subjects=["nd.>"], allow_direct=True)
     assert [m.data for m in st.get_batch()] == [b"x"]
+
+
+def test_mirror_with_mirror_direct_only(js: JetStream) -> None:
+    # mirror_direct makes a mirror answer its origin's direct gets, not its own
+    # (issue 33): without allow_direct it does not allow direct gets.
+    js.create_stream(name="ORIG", subjects=["o.>"], allow_direct=True, storage="memory")
+    js.publish("o.1", b"x")
+    mirror = js.create_stream(
+        name="MIR", mirror=StreamSource(name="ORIG"), mirror_direct=True, storage="memory"
+    )
+    with pytest.raises(errors.DirectGetNotAllowedError):
+        list(mirror.get_batch())
+    assert [m.data for m in js.stream("ORIG").get_batch()] == [b"x"]
 
 
 def test_stream_deleted_under_the_handle(js: JetStream) -> None:

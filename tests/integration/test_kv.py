@@ -561,6 +561,27 @@ def test_mirror_bucket(js: JetStream) -> None:
     assert js.key_value("mir").get("w").value == b"2"
 
 
+def test_mirror_bucket_without_direct_gets_reads_from_the_leader(js: JetStream) -> None:
+    # direct=False: the mirror's stream has mirror_direct (it answers its
+    # origin's direct gets) but not allow_direct, so nothing answers a direct
+    # get on its own name. Reads go to its leader, as Stream.get_msg's do (issue
+    # 33: the bucket used to send direct gets there and got no responders).
+    src = js.create_key_value(bucket="src", storage="memory", history=3)
+    src.put("k", b"1")
+    mir = js.create_key_value(
+        bucket="mir", storage="memory", mirror=StreamSource(name="src"), direct=False
+    )
+    cfg = js.stream("KV_mir").info().config
+    assert (cfg.allow_direct, cfg.mirror_direct) == (False, True)
+    assert wait_for(lambda: js.stream("KV_mir").info().state.last_seq == 1)
+    entry = mir.get("k")
+    assert (entry.value, entry.revision) == (b"1", 1)
+    assert mir.get("k", revision=1).value == b"1"
+    with pytest.raises(errors.KeyNotFoundError):
+        mir.get("none")
+    assert js.stream("KV_mir").get_msg(last_by_subject="$KV.src.k").data == b"1"
+
+
 def test_bucket_with_sources(js: JetStream) -> None:
     one = js.create_key_value(bucket="one", storage="memory")
     two = js.create_key_value(bucket="two", storage="memory")

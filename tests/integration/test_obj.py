@@ -645,3 +645,28 @@ def test_a_bucket_without_direct_gets(js: JetStream) -> None:
         obs.info("o")
     with pytest.raises(errors.ObjectNotFoundError):
         obs.info("never")
+
+
+def test_mtime_is_the_servers_whether_read_by_direct_get_or_not(js: JetStream) -> None:
+    """Issue 33: the leader's meta read gave mtime in microseconds; a direct get
+    and a watch give the server's own text (nanoseconds, RFC 3339)."""
+    js.create_stream(
+        name="OBJ_mt",
+        subjects=["$O.mt.C.>", "$O.mt.M.>"],
+        storage="memory",
+        allow_rollup_hdrs=True,
+        discard="new",
+    )
+    js.object_store("mt").put("o", b"data")
+    from_leader = js.object_store("mt").info("o").mtime
+    listed = js.object_store("mt").list()[0].mtime
+    assert from_leader is not None and from_leader == listed
+    js.update_stream(
+        name="OBJ_mt",
+        subjects=["$O.mt.C.>", "$O.mt.M.>"],
+        storage="memory",
+        allow_rollup_hdrs=True,
+        discard="new",
+        allow_direct=True,
+    )
+    assert js.object_store("mt").info("o").mtime == from_leader

@@ -1,8 +1,9 @@
 """A Key-Value bucket (ADR-8): :class:`KeyValue`.
 
-Reads of one key are direct gets (``DIRECT.GET.KV_<b>.$KV.<b>.<key>``, answered
-by any replica with the message itself) when the bucket allows them, else the
-leader's ``STREAM.MSG.GET``. Writes are JetStream publishes to ``$KV.<b>.<key>``:
+Reads of one key are the stream's one read of a message (:mod:`..manage.direct`):
+direct gets (``DIRECT.GET.KV_<b>.$KV.<b>.<key>``, answered by any replica with
+the message itself) when the bucket's stream allows them, else the leader's
+``STREAM.MSG.GET``. Writes are JetStream publishes to ``$KV.<b>.<key>``:
 ``create`` and ``update`` state the key's last revision
 (``Nats-Expected-Last-Subject-Sequence``), deletes and purges are markers
 (``KV-Operation``; a purge also rolls the key up). Scans -- ``keys``,
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from jsclient import _impl, errors
+from jsclient import errors
 from jsclient.api import DeliverPolicy, StreamInfo
 from jsclient.jetstream._wire import EXPECTED_LAST_SUBJECT_SEQ, TTL, ttl_value
 from jsclient.jetstream.kv._config import STREAM_PREFIX, KeyValueStatus, check_filter, check_key
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
 
 DEFAULT_PREFIX = "$JS.API"
 ROLLUP = "Nats-Rollup"
-_status_of = _impl.status.status_of
-_header_value = _impl.status.header_value
 #: Wrong last sequence (10164 is what replicated streams report).
 _WRONG_LAST = frozenset({10071, 10164})
 
@@ -86,8 +85,6 @@ class KeyValue:
             if js._prefix != DEFAULT_PREFIX:
                 write_pre = f"{js._prefix}.{write_pre}"
         self._put_pre = write_pre
-        self._direct = bool(cfg.allow_direct or cfg.mirror_direct)
-        self._direct_pre = f"{js._prefix}.DIRECT.GET.{self._stream_name}."
 
     def __repr__(self) -> str:
         return f"<KeyValue {self.bucket!r}>"
@@ -112,58 +109,14 @@ class KeyValue:
 
     def _get(self, key: str, revision: int | None) -> KeyValueEntry:
         subject = self._pre + key
-        if not self._direct:
-            return self._get_leader(key, subject, revision)
-        js = self._js
-        if revision is None:
-            target = self._direct_pre + subject
-            body = b""
-        else:
-            target = self._direct_pre[:-1]
-            body = b'{"seq":%d}' % revision
+        req: dict[str, Any] = {"last_by_subj": subject} if revision is None else {"seq": revision}
         try:
-            msg = js._client.request(target, body, timeout=js._timeout)
-        except errors.NoRespondersError:
-            raise errors.ServiceUnavailableError(
-                code=503, description=f"no responders on {target}"
-            ) from None
-        except errors.TimeoutError:
-            raise errors.TimeoutError(f"nats: timeout getting key {key!r}") from None
-        raw = msg._hdr
-        if raw is None:
-            raise errors.JetStreamError(f"nats: direct get answer without headers on {target}")
-        # Only the headers needed, each found by the (C-accelerated) header scan.
-        st = _status_of(raw)
-        if st is not None and st[0] >= 300:
-            if st[0] == 404:
-                raise errors.KeyNotFoundError()
-            raise errors.api_error({"code": st[0], "description": st[1]})
-        if revision is not None and _header_value(raw, "Nats-Subject") != subject:
-            raise errors.KeyNotFoundError()
-        seq = _header_value(raw, "Nats-Sequence") or ""
-        return KeyValueEntry(
-            self.bucket,
-            key,
-            msg.data,
-            int(seq) if seq.isdigit() else 0,
-            0,
-            _header_value(raw, "Nats-Time-Stamp"),
-            operation_of(raw),
-        )
-
-    def _get_leader(self, key: str, subject: str, revision: int | None) -> KeyValueEntry:
-        try:
-            if revision is None:
-                m = self._stream.get_msg(last_by_subject=subject)
-            else:
-                m = self._stream.get_msg(revision)
+            got, seq, value, hdr, stamp, _direct = self._stream._get(req)
         except errors.MessageNotFoundError:
             raise errors.KeyNotFoundError() from None
-        if m.subject != subject:
+        if got != subject:  # the revision of another key
             raise errors.KeyNotFoundError()
-        return KeyValueEntry(
-            self.bucket, key, m.data or b"", m.seq or 0, 0, m.time, operation_of(m.hdrs)
-        )
+        return KeyValueEntry(self.bucket, key, value, seq or 0, 0, stamp, operation_of(hdr))
 
     # -- writes ----------------------------------------------------------------
 

@@ -1,5 +1,21 @@
-"""Batched direct gets (ADR-31, nats-server 2.11+): one read over many pages.
+"""Direct gets: the one path for reading stored messages by direct get.
 
+**When.** ``$JS.API.DIRECT.GET.<stream>`` is answered (by any replica) when
+the stream's own ``allow_direct`` is set: :func:`allows_direct`, the rule for
+``Stream.get_msg``, ``KeyValue.get`` and the object store's meta reads alike.
+``mirror_direct`` does not make a mirror answer on its own name: it makes it
+answer its *origin's* direct gets beside the origin (nats-server
+``subscribeToMirrorDirect``), so it says nothing about a request addressed to
+the mirror; nats.go (``stream.getMsg``, ``kv.go``) decides on ``AllowDirect``
+alone too. Where the rule says no, :func:`get_msg` asks the leader
+(``STREAM.MSG.GET``) and returns the same :class:`StoredMsg`.
+
+**Errors.** One mapping (:func:`status_error`): ``404`` (the leader's
+``10037``) is MessageNotFoundError, which ``KeyValue.get`` turns into
+KeyNotFoundError and a meta read into "no such object"; no responders is
+ServiceUnavailableError (code 503); no answer in time is TimeoutError.
+
+**Batched** (ADR-31, nats-server 2.11+): one read over many pages.
 A batched direct get is one request on ``$JS.API.DIRECT.GET.<stream>`` whose
 answers come to an inbox: the stored messages (each with the headers
 ``Nats-Stream``, ``Nats-Subject``, ``Nats-Sequence``, ``Nats-Time-Stamp``,
@@ -34,20 +50,22 @@ What the server says, as nats-server 2.15.1 sends it:
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Generator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jsclient import _impl, errors
+from jsclient.protocol import headers as _headers
 
 if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
     from jsclient.msg import Msg
 
 _status_of = _impl.status.status_of
-_header_value = _impl.status.header_value
-_direct_headers = _impl.status.direct_headers
+_header_value = _impl.jsheaders.header_value
+_direct_headers = _impl.jsheaders.direct_headers
 
 STREAM_HDR = "Nats-Stream"
 SUBJECT_HDR = "Nats-Subject"
@@ -56,6 +74,11 @@ TIME_HDR = "Nats-Time-Stamp"
 PENDING_HDR = "Nats-Num-Pending"
 LAST_SEQ_HDR = "Nats-Last-Sequence"
 UPTO_HDR = "Nats-UpTo-Sequence"
+#: The headers the server adds to a direct get's answer: they describe the
+#: stored message rather than belong to it.
+SERVER_HEADERS = frozenset(
+    {STREAM_HDR, SUBJECT_HDR, SEQ_HDR, TIME_HDR, PENDING_HDR, LAST_SEQ_HDR, UPTO_HDR}
+)
 
 #: Messages and bytes one request asks for at most (one page).
 PAGE_MSGS = 10_000
@@ -93,6 +116,113 @@ def check_count(name: str, value: Any, optional: bool = False) -> None:
 def check_subject(name: str, subject: Any) -> None:
     if not isinstance(subject, str) or not subject or any(c in subject for c in " \t\r\n"):
         raise errors.BadSubjectError(f"nats: {name} must be a subject, got {subject!r}")
+
+
+# -- one message ------------------------------------------------------------------
+
+
+def allows_direct(config: Any) -> bool:
+    """Whether a stream with this config answers direct gets on its own name."""
+    return bool(config.allow_direct)
+
+
+class StoredMsg(NamedTuple):
+    """One stored message as :func:`get_msg` read it, by direct get or from the leader."""
+
+    subject: str | None
+    seq: int | None
+    data: bytes
+    #: A direct get's whole header block (the server's :data:`SERVER_HEADERS`
+    #: in it: ``direct``), else the stored headers; None when there are none.
+    hdr: bytes | None
+    #: When it was stored: ns since the epoch (a direct get), else the server's
+    #: RFC 3339 text (the leader's answer, or a stamp not in the server's form).
+    time: int | str | None
+    direct: bool
+
+
+_stored = tuple.__new__  # a StoredMsg without the Python-level __new__ (hot: KeyValue.get)
+
+
+def get_msg(js: Context, stream: str, req: dict[str, Any], direct: bool) -> StoredMsg:
+    """The message ``req`` names (``seq``, ``last_by_subj``, ``next_by_subj``).
+
+    By direct get when ``direct`` (see :func:`allows_direct`), else from the
+    leader. MessageNotFoundError when there is none; ServiceUnavailableError
+    when no server answers the direct get; TimeoutError.
+    """
+    if not direct:
+        return _leader_get(js, stream, req)
+    last = req.get("last_by_subj")
+    if last is not None and len(req) == 1:
+        # The subject form: no body to write or for the server to parse.
+        subject = f"{js._prefix}.DIRECT.GET.{stream}.{last}"
+        body = b""
+    else:
+        subject = f"{js._prefix}.DIRECT.GET.{stream}"
+        body = json.dumps(req, separators=(",", ":")).encode()
+    try:
+        msg = js._client.request(subject, body, timeout=js._timeout)
+    except errors.NoRespondersError:
+        raise errors.ServiceUnavailableError(
+            code=503, description=f"no responders on {subject}", stream=stream
+        ) from None
+    except errors.TimeoutError:
+        asked = f"{subject} {body.decode()}" if body else subject
+        raise errors.TimeoutError(
+            f"nats: timeout waiting for a direct get answer on {asked}"
+        ) from None
+    raw = msg._hdr
+    if raw is None:
+        raise errors.JetStreamError(f"nats: direct get answer without headers on {subject}")
+    st = _status_of(raw)
+    if st is not None and st[0] >= 300:
+        raise status_error(st[0], st[1], stream)
+    # The fields as the batched read finds them: one (C-accelerated) pass.
+    subj, seq, ns, _pending, _last, _others = _direct_headers(raw)
+    if ns is None:
+        ns = _header_value(raw, TIME_HDR)
+    return _stored(StoredMsg, (subj, seq if seq >= 0 else None, msg.data, raw, ns, True))
+
+
+def _leader_get(js: Context, stream: str, req: dict[str, Any]) -> StoredMsg:
+    m = js._api_request(f"STREAM.MSG.GET.{stream}", req)["message"]
+    hdrs = m.get("hdrs")
+    data = m.get("data")
+    return StoredMsg(
+        m.get("subject"),
+        m.get("seq"),
+        base64.b64decode(data) if data else b"",
+        base64.b64decode(hdrs) if hdrs else None,
+        m.get("time"),
+        False,
+    )
+
+
+def user_headers(raw: bytes) -> dict[str, list[str]]:
+    """The publisher's own headers in a direct get's answer (the server's left out)."""
+    return {k: v for k, v in _headers.decode(raw)[2].items() if k not in SERVER_HEADERS}
+
+
+def status_error(code: int, description: str, stream: str) -> errors.APIError:
+    """The typed error of a direct get's status answer."""
+    if code == 404:
+        return errors.MessageNotFoundError(
+            code=404,
+            description=description or "Message Not Found",
+            err_code=10037,
+            stream=stream,
+        )
+    if code == 413:
+        return errors.TooManyResultsError(
+            code=413,
+            description=(
+                f"{description or 'Too Many Results'}: the subjects match more than the "
+                f"server answers at once (1024); narrow or split them"
+            ),
+            stream=stream,
+        )
+    return errors.api_error({"code": code, "description": description, "stream": stream})
 
 
 class DirectRead:
@@ -233,20 +363,11 @@ class DirectRead:
     def _status_error(self, code: int, description: str, first: bool) -> None:
         if code == 503:
             self._unavailable("no responders")
-        if code == 413:
-            raise errors.TooManyResultsError(
-                code=413,
-                description=(
-                    f"{description or 'Too Many Results'}: the subjects match more than the "
-                    f"server answers at once (1024); narrow or split them"
-                ),
-                stream=self.stream,
-            )
         if code == 408:
             if first:
                 self._old_server(f"408 {description}")
             raise errors.BadRequestError(code=408, description=description, stream=self.stream)
-        raise errors.api_error({"code": code, "description": description, "stream": self.stream})
+        raise status_error(code, description, self.stream)
 
     def _unavailable(self, why: str) -> None:
         """No server answered: a missing stream, or one without ``allow_direct``."""
@@ -256,8 +377,7 @@ class DirectRead:
             raise
         except errors.Error:
             info = {}
-        config = info.get("config") or {}
-        if info and not config.get("allow_direct") and not config.get("mirror_direct"):
+        if info and not (info.get("config") or {}).get("allow_direct"):  # see allows_direct
             raise errors.DirectGetNotAllowedError(
                 code=503,
                 description=f"stream {self.stream!r} does not allow direct gets (allow_direct "

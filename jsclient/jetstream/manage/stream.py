@@ -1,25 +1,23 @@
 """A handle on one stream (ADR-37): info, purge, single messages, and its consumers.
 
-``get_msg`` uses the direct-get API (``DIRECT.GET``, answered by any replica
-with the message itself) when the stream allows it, else ``STREAM.MSG.GET``
-(answered by the leader as JSON with base64 fields). Both return the same
-``RawStreamMsg``: the stream's own bookkeeping headers that direct get adds
-(``Nats-Stream``, ``Nats-Sequence``, ...) are moved into the fields, so
-``headers`` holds only what the publisher sent.
+``get_msg`` reads through :func:`.direct.get_msg`: by direct get
+(``DIRECT.GET``, answered by any replica with the message itself) when the
+stream allows it, else ``STREAM.MSG.GET`` (answered by the leader as JSON with
+base64 fields). Both give the same ``RawStreamMsg``: the stream's own
+bookkeeping headers that direct get adds (``Nats-Stream``, ``Nats-Sequence``,
+...) are moved into the fields, so ``headers`` holds only what the publisher
+sent.
 
 ``get_batch`` and ``get_last_msgs_for`` are the batched direct gets of server
-2.11 (ADR-31, see :mod:`._direct`): iterators of the same ``RawStreamMsg``.
+2.11 (ADR-31, see :mod:`.direct`): iterators of the same ``RawStreamMsg``.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jsclient import errors
 from jsclient.api import ConsumerInfo, RawStreamMsg, StreamInfo
 from jsclient.jetstream.manage import direct as _direct
 from jsclient.protocol import headers as _headers
@@ -29,24 +27,6 @@ if TYPE_CHECKING:
     from jsclient.jetstream.consume.consumer import Consumer
     from jsclient.jetstream.consume.ordered import OrderedConsumer
     from jsclient.jetstream.manage.names import ConsumerConfigLike
-
-# Headers the server adds to a direct-get answer; they describe the stored
-# message rather than belong to it.
-_DIRECT_STREAM = "Nats-Stream"
-_DIRECT_SEQ = "Nats-Sequence"
-_DIRECT_TIME = "Nats-Time-Stamp"
-_DIRECT_SUBJECT = "Nats-Subject"
-_DIRECT_META = frozenset(
-    {
-        _DIRECT_STREAM,
-        _DIRECT_SEQ,
-        _DIRECT_TIME,
-        _DIRECT_SUBJECT,
-        "Nats-Last-Sequence",
-        "Nats-Num-Pending",
-        "Nats-UpTo-Sequence",
-    }
-)
 
 
 class Stream:
@@ -112,62 +92,34 @@ class Stream:
             req["last_by_subj"] = last_by_subject
         if next_by_subject is not None:
             req["next_by_subj"] = next_by_subject
-        if self._cached_info.config.allow_direct:
-            return self._direct_get(req, last_by_subject)
-        resp = self._js._api_request(f"STREAM.MSG.GET.{self.name}", req)
-        return self._from_json(resp["message"])
+        return self._raw(self._get(req))
 
-    def _from_json(self, m: dict[str, Any]) -> RawStreamMsg:
-        hdrs = base64.b64decode(m["hdrs"]) if m.get("hdrs") else None
-        headers = _first_values(_headers.decode(hdrs)[2]) if hdrs else None
-        data = m.get("data")
-        return RawStreamMsg(
-            subject=m.get("subject"),
-            seq=m.get("seq"),
-            data=base64.b64decode(data) if data else b"",
-            hdrs=hdrs,
-            headers=headers or None,
-            stream=self.name,
-            time=_parse_time(m.get("time")),
-        )
+    def _get(self, req: dict[str, Any]) -> _direct.StoredMsg:
+        """The one read of one message for this stream, the key-value bucket and
+        the object store on it: by direct get when the stream allows it."""
+        direct = _direct.allows_direct(self._cached_info.config)
+        return _direct.get_msg(self._js, self.name, req, direct)
 
-    def _direct_get(self, req: dict[str, Any], last_by_subject: str | None) -> RawStreamMsg:
-        js = self._js
-        if last_by_subject is not None:
-            # The subject form needs no body (and is what mirrors answer too).
-            subject = f"{js._prefix}.DIRECT.GET.{self.name}.{last_by_subject}"
-            body = b""
+    def _raw(self, m: _direct.StoredMsg) -> RawStreamMsg:
+        """The message as ``get_msg`` gives it: the publisher's headers alone."""
+        hdrs = m.hdr
+        stream = self.name
+        if hdrs is None:
+            user = None
+        elif m.direct:
+            stream = _direct._header_value(hdrs, _direct.STREAM_HDR) or stream
+            user = _direct.user_headers(hdrs)
+            hdrs = _headers.encode(user) if user else None
         else:
-            subject = f"{js._prefix}.DIRECT.GET.{self.name}"
-            body = json.dumps(req).encode()
-        try:
-            msg = js._client.request(subject, body, timeout=js._timeout)
-        except errors.NoRespondersError:
-            raise errors.ServiceUnavailableError(
-                code=503, description=f"no responders on {subject}"
-            )
-        except errors.TimeoutError:
-            raise errors.TimeoutError(f"nats: timeout waiting for the JetStream API ({subject})")
-        hdr = msg.raw_headers
-        if hdr is None:
-            raise errors.JetStreamError(f"nats: direct get answer without headers on {subject}")
-        code, description, multi = _headers.decode(hdr)
-        if code is not None and code >= 300:
-            if code == 404:
-                raise errors.MessageNotFoundError(
-                    code=404, description=description or "Message Not Found", err_code=10037
-                )
-            raise errors.api_error({"code": code, "description": description})
-        seq = multi.get(_DIRECT_SEQ, [""])[0]
-        user = {k: v for k, v in multi.items() if k not in _DIRECT_META}
+            user = _headers.decode(hdrs)[2]
         return RawStreamMsg(
-            subject=multi.get(_DIRECT_SUBJECT, [None])[0],
-            seq=int(seq) if seq.isascii() and seq.isdigit() else None,
-            data=msg.data,
-            hdrs=_headers.encode(user) if user else None,
-            headers=_first_values(user) or None,
-            stream=multi.get(_DIRECT_STREAM, [self.name])[0],
-            time=_parse_time(multi.get(_DIRECT_TIME, [None])[0]),
+            subject=m.subject,
+            seq=m.seq,
+            data=m.data,
+            hdrs=hdrs,
+            headers=(_first_values(user) or None) if user else None,
+            stream=stream,
+            time=_direct.ns_datetime(m.time) if isinstance(m.time, int) else _parse_time(m.time),
         )
 
     # -- batched direct gets (server 2.11+) -----------------------------------
@@ -264,8 +216,7 @@ class Stream:
             subject, seq, ns, _pending, _last, others = fields(raw)
             hdrs = headers = None
             if others:  # the publisher's own headers
-                multi = _headers.decode(raw)[2]
-                user = {k: v for k, v in multi.items() if k not in _DIRECT_META}
+                user = _direct.user_headers(raw)
                 if user:
                     hdrs = _headers.encode(user)
                     headers = _first_values(user)
@@ -278,7 +229,7 @@ class Stream:
                 stream=name,
                 time=to_datetime(ns)
                 if ns is not None
-                else _parse_time(_direct._header_value(raw, _DIRECT_TIME)),
+                else _parse_time(_direct._header_value(raw, _direct.TIME_HDR)),
             )
 
     # -- consumers of this stream --------------------------------------------

@@ -3,29 +3,26 @@
 A put cuts the data into chunks (128 KiB unless told otherwise), hashes them
 as they go and publishes them with ``publish_async`` to a fresh
 ``$O.<bucket>.C.<nuid>``, keeping a bounded number unacked (so memory holds a
-few chunks, and a file is read chunk by chunk, never whole). The meta comes
-last, rolled up on ``$O.<bucket>.M.<name>`` and stating the meta it replaces
+few chunks, and a file is read chunk by chunk, never whole: :mod:`._put`). The
+meta comes last, rolled up on ``$O.<bucket>.M.<name>`` and stating the meta it replaces
 (``Nats-Expected-Last-Subject-Sequence``): when another put of the same name
 got there first, the put reads the new meta and tries again, so the chunks of
 exactly the version it replaced are the ones it purges afterwards. A put that
 fails purges what it had published. Reads are :class:`ObjectReader`.
 
-Meta reads are direct gets of the last message on the meta subject (the
-leader's ``STREAM.MSG.GET`` where the stream does not allow direct gets).
+Meta reads are the stream's one read of a message (:mod:`..manage.direct`): a
+direct get of the last message on the meta subject, or the leader's
+``STREAM.MSG.GET`` where the stream does not allow direct gets; ``mtime`` is
+the server's text of when it was stored either way.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import os
-import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from jsclient import _impl, errors
+from jsclient import errors
 from jsclient._threads import log
 from jsclient.api import ObjectInfo, ObjectLink, ObjectMeta, PubAck, StreamInfo
 from jsclient.jetstream._wire import EXPECTED_LAST_SUBJECT_SEQ
@@ -40,11 +37,14 @@ from jsclient.jetstream.obj._config import (
 )
 from jsclient.jetstream.obj._meta import (
     digest_value,
+    format_ns,
     meta_json,
     new_info,
     now_rfc3339,
     parse_meta,
 )
+from jsclient.jetstream.obj._put import chunk_size_for, publish_chunks
+from jsclient.jetstream.obj._put import chunker as _chunker
 from jsclient.jetstream.obj._reader import ObjectReader
 from jsclient.jetstream.obj._watch import ObjectWatcher
 
@@ -52,14 +52,8 @@ if TYPE_CHECKING:
     from jsclient.jetstream._ctx import Context
 
 ROLLUP = "Nats-Rollup"
-#: Bytes of chunks a put keeps published and not yet acked.
-PUT_WINDOW_BYTES = 8 * 1024 * 1024
 #: How often a write of the meta is tried again when another writer was first.
 META_ATTEMPTS = 8
-_status_of = _impl.status.status_of
-_header_value = _impl.status.header_value
-
-Chunk = bytes | bytearray | memoryview
 
 
 class ObjectStore:
@@ -73,8 +67,6 @@ class ObjectStore:
         self.bucket: str = self._stream_name.removeprefix(STREAM_PREFIX)
         self._meta_pre = f"$O.{self.bucket}.M."
         self._chunk_pre = f"$O.{self.bucket}.C."
-        self._direct = bool(info.config.allow_direct)
-        self._direct_pre = f"{js._prefix}.DIRECT.GET.{self._stream_name}."
 
     @classmethod
     def bind(cls, js: Context, bucket: str) -> ObjectStore:
@@ -101,35 +93,13 @@ class ObjectStore:
         sequence; ``(None, 0)`` when there is none. A meta that cannot be read
         raises BadObjectMetaError, unless it is about to be ``replacing``: then
         it counts as none (at its sequence), so a put can mend it."""
-        subject = self._meta_subject(name)
-        if not self._direct:
-            try:
-                m = self._stream.get_msg(last_by_subject=subject)
-            except errors.MessageNotFoundError:
-                return None, 0
-            mtime = m.time.isoformat().replace("+00:00", "Z") if m.time else None
-            return self._parsed(m.data or b"", mtime, int(m.seq or 0), replacing)
-        js = self._js
-        target = self._direct_pre + subject
         try:
-            msg = js._client.request(target, b"", timeout=js._timeout)
-        except errors.NoRespondersError:
-            raise errors.ServiceUnavailableError(
-                code=503, description=f"no responders on {target}"
-            ) from None
-        except errors.TimeoutError:
-            raise errors.TimeoutError(f"nats: timeout reading the meta of {name!r}") from None
-        raw = msg._hdr
-        if raw is None:
-            raise errors.JetStreamError(f"nats: direct get answer without headers on {target}")
-        st = _status_of(raw)
-        if st is not None and st[0] >= 300:
-            if st[0] == 404:
-                return None, 0
-            raise errors.api_error({"code": st[0], "description": st[1]})
-        seq = _header_value(raw, "Nats-Sequence") or ""
-        n = int(seq) if seq.isascii() and seq.isdigit() else 0
-        return self._parsed(msg.data, _header_value(raw, "Nats-Time-Stamp"), n, replacing)
+            m = self._stream._get({"last_by_subj": self._meta_subject(name)})
+        except errors.MessageNotFoundError:
+            return None, 0
+        # The server's text either way: a direct get's stamp as format_ns writes it.
+        mtime = format_ns(m.time) if isinstance(m.time, int) else m.time
+        return self._parsed(m.data, mtime, m.seq or 0, replacing)
 
     @staticmethod
     def _parsed(
@@ -183,17 +153,7 @@ class ObjectStore:
         given. Returns the stored info (``mtime``: now).
         """
         check_name(name)
-        if meta is not None:
-            opts = meta.options
-            if opts is not None and opts.link is not None:
-                raise errors.LinkNotAllowedError()
-            if opts is not None and opts.max_chunk_size and chunk_size == DEFAULT_CHUNK_SIZE:
-                chunk_size = opts.max_chunk_size
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
-        max_payload = getattr(self._js._client, "max_payload", 0)
-        if 0 < max_payload < chunk_size:
-            raise self._js._client._too_big(chunk_size)
+        chunk_size = chunk_size_for(self._js, meta, chunk_size)
         chunks = _chunker(data, chunk_size)
         info = new_info(
             self.bucket, self._js._new_name(), meta or ObjectMeta(), chunk_size=chunk_size
@@ -201,47 +161,17 @@ class ObjectStore:
         info.name = name
         prev, prev_seq = self._load(name, replacing=True)
         subject = self._chunk_pre + info.nuid
-        window: deque[Future[PubAck]] = deque()
-        most = max(2, PUT_WINDOW_BYTES // chunk_size)
-        # Within the context's own window of async publishes, which would
-        # otherwise stall a put on a context made with a small one.
-        limit = getattr(getattr(self._js, "_async", None), "max_pending", 0)
-        if limit > 0:
-            most = max(1, min(most, limit // 2))
-        sha = hashlib.sha256()
-        size = count = 0
-        publish = self._js.publish_async
         try:
-            for chunk in chunks:
-                if len(window) >= most:
-                    self._acked(window.popleft())
-                # A slice of the caller's bytes goes out as it is: the frame is
-                # formatted from any bytes-like payload, no copy made before.
-                window.append(publish(subject, cast(bytes, chunk)))
-                # Hashed after it is queued: the hash lets go of the GIL, so the
-                # flusher writes this chunk meanwhile.
-                sha.update(chunk)
-                size += len(chunk)
-                count += 1
-            while window:
-                self._acked(window.popleft())
-            info.size, info.chunks, info.digest = size, count, digest_value(sha.digest())
+            info.size, info.chunks, sha = publish_chunks(self._js, subject, chunks, chunk_size)
+            info.digest = digest_value(sha)
             prev = self._store_new(info, prev, prev_seq)
-        except BaseException:
-            self._abandon(window, subject)
+        except BaseException:  # purge what it published
+            self._purge_quietly(subject)
             raise
         info.mtime = now_rfc3339()
         if prev is not None and not prev.deleted and not prev.is_link() and prev.nuid:
             self._purge_quietly(self._chunk_pre + prev.nuid)
         return info
-
-    def _acked(self, fut: Future[PubAck]) -> None:
-        try:
-            fut.result(timeout=self._js._timeout * 2 + 1.0)
-        except TimeoutError as exc:
-            if isinstance(exc, errors.Error):
-                raise
-            raise errors.TimeoutError("nats: timeout waiting for a chunk's publish ack") from None
 
     def _store_new(self, info: ObjectInfo, prev: ObjectInfo | None, seq: int) -> ObjectInfo | None:
         """Write the meta of a new version over ``prev`` (at ``seq``); another writer
@@ -254,16 +184,6 @@ class ObjectStore:
                 prev, seq = self._load(info.name, replacing=True)
         self._publish_meta(info, seq)
         return prev
-
-    def _abandon(self, window: deque[Future[PubAck]], subject: str) -> None:
-        """A put failed: let its publishes in flight end, then purge its chunks."""
-        deadline = time.monotonic() + self._js._timeout * 2 + 1.0
-        for fut in window:
-            try:
-                fut.result(timeout=max(0.0, deadline - time.monotonic()))
-            except BaseException:
-                pass  # failed, or still in flight after the wait: purge anyway
-        self._purge_quietly(subject)
 
     def _purge_quietly(self, subject: str) -> None:
         try:
@@ -508,50 +428,3 @@ class ObjectStore:
     def status(self) -> ObjectStoreStatus:
         """The bucket's state and settings."""
         return ObjectStoreStatus.of(self._stream.info())
-
-
-def _chunker(data: Any, size: int) -> Iterator[Chunk]:
-    """The chunks of ``data``: slices of bytes-like data (no copy), or reads of a
-    binary file object, filled to ``size`` (only the last is shorter). A type
-    that cannot be read fails here, before anything is sent."""
-    if isinstance(data, str):
-        data = data.encode()
-    if isinstance(data, bytes | bytearray | memoryview):
-        return _slices(memoryview(data).cast("B"), size)
-    if isinstance(data, io.TextIOBase | Mapping):
-        raise TypeError("data must be bytes, a str or a binary file object (open it with 'rb')")
-    read = getattr(data, "read", None)
-    if not callable(read):
-        raise TypeError(
-            f"data must be bytes, a str or a binary file object, not {type(data).__name__}"
-        )
-    return _reads(read, size)
-
-
-def _slices(view: memoryview, size: int) -> Iterator[Chunk]:
-    for i in range(0, len(view), size):
-        yield view[i : i + size]
-
-
-def _reads(read: Callable[[int], Any], size: int) -> Iterator[Chunk]:
-    while True:
-        piece = read(size)
-        if piece is None:
-            raise ValueError("the file has no data ready (non-blocking): pass a blocking file")
-        if not piece:
-            return
-        if not isinstance(piece, bytes | bytearray):
-            raise TypeError(f"the file's read() gave {type(piece).__name__}, not bytes")
-        if len(piece) == size:
-            yield piece
-            continue
-        # A short read (a pipe, a socket, a raw file): fill the chunk, so every
-        # chunk but the last has the same size whatever the reader did.
-        buf = bytearray(piece)
-        while len(buf) < size:
-            more = read(size - len(buf))
-            if not more:
-                yield buf
-                return
-            buf += more
-        yield buf
