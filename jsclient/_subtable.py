@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,9 @@ class SubTable:
         self.conn = conn
         self.w = w
         self.sid: Iterator[int] = _impl.writer.Counter(1)  # sids: unique across threads
+        # Library subscriptions released by a finalizer (release_later), whose
+        # UNSUB the next subscribe or unsubscribe sends (reap).
+        self.orphans: deque[int] = deque()
 
     def user_subs(self) -> list[Subscription]:
         """The users' subscriptions (not the library's own)."""
@@ -94,6 +98,8 @@ class SubTable:
         if cb is not None and not callable(cb):
             raise errors.Error("nats: cb must be callable")
         check_open(self.conn)
+        if self.orphans:
+            self.reap()
         sid = next(self.sid)
         sub = cls(
             self.owner,
@@ -116,6 +122,8 @@ class SubTable:
     def add_internal(self, subject: str, handler: Callable[[Msg], None]) -> int:
         """Library subscription whose handler runs on the reader thread; returns the sid."""
         check_open(self.conn)
+        if self.orphans:
+            self.reap()
         sid = next(self.sid)
         self.subs[sid] = InternalSub(sid, subject, handler)
         self.w.send_nowait(commands.sub(subject, None, sid))
@@ -128,6 +136,8 @@ class SubTable:
         the caller (a pull's size): no pending limit applies. Returns the
         reader-side state (``sid``; ``_received`` counts what arrived)."""
         check_open(self.conn)
+        if self.orphans:
+            self.reap()
         sid = next(self.sid)
         sub = InternalSub(sid, subject, None)
         sub._q = q
@@ -150,10 +160,34 @@ class SubTable:
 
     def remove_internal(self, sid: int) -> None:
         """Forget a library subscription and UNSUB it (best effort)."""
-        if self.subs.pop(sid, None) is not None and self.conn.status is not CLOSED:
+        if self.subs.pop(sid, None) is not None:
+            self.orphans.append(sid)
+        self.reap()
+
+    def release_later(self, sids: list[int]) -> None:
+        """Forget library subscriptions now and UNSUB them at the next subscribe
+        or unsubscribe: for finalizers, which the garbage collector runs in
+        whatever thread it interrupts, maybe one holding the write queue's lock
+        (not re-entrant), so they take no lock (a dict pop and a deque append)."""
+        for sid in sids:
+            if self.subs.pop(sid, None) is not None:
+                self.orphans.append(sid)
+
+    def reap(self) -> None:
+        """Send the UNSUBs of the released library subscriptions (best effort).
+
+        Any thread (the timer thread, a caller): never waits for room.
+        """
+        orphans = self.orphans
+        unsubs = []
+        while True:
             try:
-                # Any thread (a finalizer, the timer thread): never waits for room.
-                self.w.send_nowait(commands.unsub(sid))
+                unsubs.append(commands.unsub(orphans.popleft()))
+            except IndexError:
+                break
+        if unsubs and self.conn.status is not CLOSED:
+            try:
+                self.w.send_nowait(b"".join(unsubs))
             except errors.Error:
                 pass
 

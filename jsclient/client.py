@@ -277,6 +277,12 @@ class Client:
     def _unsubscribe_internal(self, sid: int) -> None:
         self._table.remove_internal(sid)
 
+    def _release_internal_later(self, sids: list[int]) -> None:
+        self._table.release_later(sids)
+
+    def _reap_internal(self) -> None:
+        self._table.reap()
+
     def _send_unsub(self, sid: int, max_msgs: int) -> None:
         self._table.send_unsub(sid, max_msgs)
 

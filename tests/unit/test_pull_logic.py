@@ -63,6 +63,13 @@ class _FakeClient:
     def _unsubscribe_internal(self, sid: int) -> None:
         self.subs.pop(sid, None)
 
+    def _release_internal_later(self, sids: list[int]) -> None:
+        for sid in sids:
+            self.subs.pop(sid, None)
+
+    def _reap_internal(self) -> None:
+        pass
+
     def _add_listener(self, fn: Any) -> None:
         self.listeners.append(fn)
 

@@ -249,8 +249,9 @@ class _Inbox:
 
 
 def _release_sids(client: Core, sids: list[int]) -> None:
-    for sid in sids:
-        client._unsubscribe_internal(sid)
+    # Also the finalizer: no lock here (see SubTable.release_later); the UNSUBs
+    # go out with the connection's next subscribe or unsubscribe.
+    client._release_internal_later(sids)
     sids.clear()
 
 
@@ -279,6 +280,7 @@ class Engine:
 
         A fetch still running on one then ends at its guard."""
         self._finalizer()
+        self.client._reap_internal()  # their UNSUBs now, not at the next subscribe
 
     @property
     def pin_id(self) -> str | None:
