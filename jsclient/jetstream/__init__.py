@@ -7,8 +7,9 @@ Where things live (each subpackage's own docstring lists its modules):
   to an area object: ``manage/stream_admin.py`` (streams),
   ``manage/consumer_admin.py`` (consumers: create ... reset),
   ``publish/features.py`` (schedules, counters, batches), ``kv/_manage.py`` and
-  ``obj/_manage.py`` (buckets), ``manage/api_level.py`` (the server's API level).
-  ``_ctx.py`` is the :class:`Context` protocol: what all of these use of it.
+  ``obj/_manage.py`` (buckets), ``manage/api_level.py`` (the server's API level);
+  ``publish``/``publish_async`` and the legacy subscribe calls are bound from
+  ``publish/calls.py`` and ``subscribe/``. ``_ctx.py`` is the :class:`Context` protocol: what all of these use of it.
 - ``manage/``: streams and consumers as resources. ``stream.py``: the
   :class:`Stream` handle (``js.stream(...)``): info, purge, ``get_msg``;
   ``direct.py``: every **direct get** (``get_msg``, ``get_batch``,
@@ -16,11 +17,15 @@ Where things live (each subpackage's own docstring lists its modules):
 - ``consume/``: the one pull engine and what runs on it. ``consumer.py``: the
   :class:`Consumer` handle; ``pull.py``: its **fetch**, ``next``, ``consume``,
   ``messages`` (``fetch.py``: one pull's iterator; ``engine.py``: the engine);
-  ``ordered.py``: ``js.ordered_consumer``; ``priority.py``: priority groups.
+  ``ordered.py``: ``js.ordered_consumer``; ``priority.py``: priority groups;
+  ``deleter.py``: the one background consumer deleter of a connection.
 - ``publish/``: every way a message gets into a stream. ``js.publish`` is a
-  request in ``context.py``; **publish_async** is ``async_pub.py`` (its window
-  and ack matching); the managed :class:`~jsclient.Publisher` is ``publisher.py``;
-  ``batch.py``, ``fast.py``, ``counters.py``, ``schedule.py``: ADR-49/50/51.
+  request (``calls.py``); **publish_async** is ``async_pub.py`` on
+  ``engine.py``, the one async-publish engine (window, ack timeouts, 503 and
+  disconnect rules) that the managed :class:`~jsclient.Publisher`
+  (``publisher.py``, ``publish_runner.py``, ``settle.py``, ``state.py``) and
+  the Spark sink use too; ``batch.py``, ``fast.py``, ``counters.py``,
+  ``schedule.py``: ADR-49/50/51.
 - ``subscribe/``: the **legacy subscribe** calls (ADR-13, ADR-15).
   ``push_setup.py``: ``js.subscribe``; ``push.py``: the push subscription;
   ``pull.py``: ``js.pull_subscribe`` and ``psub.fetch``; ``workflow.py``: the
@@ -31,8 +36,9 @@ Where things live (each subpackage's own docstring lists its modules):
 - ``obj/``: the object store. ``store.py``: :class:`ObjectStore`; ``_reader.py``:
   :class:`ObjectReader`; ``_watch.py``: :class:`ObjectWatcher`.
 - ``read/``: ordered reads of a stream that KV and the object store share:
+  ``reader.py`` (the one ordered reader, bounded in time and bytes) under
   ``watcher.py`` (watches that live through restarts), ``scan.py`` (keys,
-  history, list).
+  history, list) and object reads.
 - ``_wire.py``: API answers, pub acks, publish headers and their errors.
 
 Loaded lazily: ``import jsclient.jetstream`` imports nothing until a name is used.

@@ -11,5 +11,6 @@
   (ADR-49), ``schedule.py`` (ADR-51), and ``features.py``, their methods on the
   context.
 
-``js.publish`` itself is a request on the context (``context.py``).
+``calls.py``: ``js.publish`` (a request, retried on 503) and ``js.publish_async``
+(its headers), which the context binds as its methods.
 """
