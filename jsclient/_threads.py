@@ -62,7 +62,7 @@ class Signal:
     state first and then reads no waiter lets go of nobody.
     """
 
-    __slots__ = ("_cond", "_set", "lock", "waiting")
+    __slots__ = ("_cond", "_set", "_wake", "lock", "waiting")
 
     def __init__(self, lock: threading.Lock | None = None) -> None:
         self.lock = threading.Lock() if lock is None else lock
@@ -70,6 +70,12 @@ class Signal:
         self._cond = threading.Condition(self.lock)
         self.waiting = 0
         self._set = False
+        # The auto-reset side: a lock used as a binary semaphore, released by
+        # ``set`` and acquired by ``take``, so that waking a taker is one C call
+        # and a take one C-level wait (no Condition: the flusher and the
+        # publisher's runners wake this way for every batch).
+        self._wake = threading.Lock()
+        self._wake.acquire()
 
     # -- condition ---------------------------------------------------------------
 
@@ -113,12 +119,17 @@ class Signal:
 
     def set(self) -> None:
         self._set = True
+        try:
+            self._wake.release()  # wakes a take (one C call)
+        except RuntimeError:
+            pass  # already set
         if self.waiting:
             with self.lock:
                 self._cond.notify_all()
 
     def clear(self) -> None:
         self._set = False
+        self._wake.acquire(False)
 
     def is_set(self) -> bool:
         return self._set
@@ -129,17 +140,15 @@ class Signal:
 
     def take(self, timeout: float | None) -> bool:
         """Wait until set and clear it (one waiting thread), at most ``timeout``
-        seconds; True if it was set."""
-        if self._set:
-            self._set = False
-            return True
-        return self.wait_for(self._consume, timeout)
-
-    def _consume(self) -> bool:
-        if self._set:
-            self._set = False
-            return True
-        return False
+        seconds (None: no limit, in slices); True if it was set."""
+        wake = self._wake
+        if timeout is None:
+            while not wake.acquire(timeout=_IDLE_WAIT):
+                pass
+        elif not wake.acquire(timeout=max(0.0, timeout)):
+            return False
+        self._set = False
+        return True
 
 
 class Wake(Signal):

@@ -9,7 +9,8 @@ Where things live (each subpackage's own docstring lists its modules):
   ``publish/features.py`` (schedules, counters, batches), ``kv/_manage.py`` and
   ``obj/_manage.py`` (buckets), ``manage/api_level.py`` (the server's API level);
   ``publish``/``publish_async`` and the legacy subscribe calls are bound from
-  ``publish/calls.py`` and ``subscribe/``. ``_ctx.py`` is the :class:`Context` protocol: what all of these use of it.
+  ``publish/calls.py`` and ``subscribe/``. ``_ctx.py`` is the :class:`Context`
+  protocol: what all of these use of it.
 - ``manage/``: streams and consumers as resources. ``stream.py``: the
   :class:`Stream` handle (``js.stream(...)``): info, purge, ``get_msg``;
   ``direct.py``: every **direct get** (``get_msg``, ``get_batch``,

@@ -60,10 +60,13 @@ def test_take_is_an_auto_reset_wake() -> None:
     assert s.take(0) is True
     assert s.take(0.01) is False
     t, out = _waiter(lambda: s.take(10))
-    eventually(lambda: s.waiting == 1, 5, "the waiter")
+    time.sleep(0.05)  # most likely in its take by now; either order must wake it
     s.set()
     t.join(5)
     assert out == [True] and not s.is_set()
+    s.set()
+    s.clear()  # a clear takes back a set nobody took
+    assert s.take(0.01) is False
 
 
 def test_wake_is_a_signal_whose_wait_takes() -> None:
