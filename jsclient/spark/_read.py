@@ -68,17 +68,6 @@ _parse_jsack = _impl.jsack.parse_jsack
 _decode_headers = _headers.decode
 # Consumers recreated (or direct reads restarted) in a row without a message read between.
 _MAX_RESETS = 5
-# The headers a direct get adds to each stored message.
-_DIRECT_META = frozenset(
-    {
-        _direct.STREAM_HDR,
-        _direct.SUBJECT_HDR,
-        _direct.SEQ_HDR,
-        _direct.TIME_HDR,
-        _direct.PENDING_HDR,
-        _direct.LAST_SEQ_HDR,
-    }
-)
 
 
 class _Rows:
@@ -195,7 +184,7 @@ def _direct_batches(
     pull, max_bytes = rng.pull, opts.max_batch_bytes
     fields = _direct._direct_headers
     decode = _decode_headers
-    meta = _DIRECT_META
+    meta = _direct.SERVER_HEADERS  # what a direct get adds to a stored message
     rows = _Rows()
     last = rng.start - 1
     resets = 0
