@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jsclient import api, errors
+from jsclient._request_many import EMPTY_SENTINEL
 from jsclient._version import __version__
 from jsclient.client import Client
 from jsclient.connection import Options
@@ -93,6 +94,7 @@ def connect(
 
 
 __all__ = [
+    "EMPTY_SENTINEL",
     "Client",
     "Flight",
     "Publisher",

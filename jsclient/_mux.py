@@ -241,6 +241,12 @@ class RequestMux:
 
     # -- giving up ----------------------------------------------------------------
 
+    def rearm(self, token: str, waiter: Waiter) -> None:
+        """Wait for one more reply to ``token`` (the reader forgets a token when
+        it routes a reply to it): what a request with many replies does after
+        each. One dict operation: any thread, no lock."""
+        self._map[token] = waiter
+
     def cancel(self, token: str | None) -> bool:
         """Forget ``token``; True when this call took its waiter (the reply had not
         come), so the caller now owns the request's outcome."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from jsclient import _fork, _impl, _request, errors
 from jsclient._mux import RequestMux
 from jsclient._outbound import Outbound
+from jsclient._request_many import request_many as _request_many
 from jsclient._subtable import SubTable, check_open
 from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
 from jsclient.connection import (
@@ -25,6 +26,7 @@ from jsclient.connection import (
     Options,
     err_to_exception,
 )
+from jsclient.micro.service import add_service as _add_service
 from jsclient.msg import Msg
 from jsclient.protocol import headers as _headers
 from jsclient.subscription import Subscription
@@ -467,3 +469,8 @@ class Client:
         self._timers.stop()
         self._events.stop()
         self._callbacks.stop()
+
+    # -- services (ADR-32, jsclient.micro) and request-many (ADR-47) ----------
+
+    add_service = _add_service  # nc.add_service(name, version, ...) -> micro.Service
+    request_many = _request_many  # nc.request_many(subject, ...) -> iterator of replies

@@ -1,0 +1,225 @@
+"""Request-many (ADR-47): one request, the replies of many responders, as an iterator.
+
+The request goes through the connection's one request multiplexer
+(:mod:`jsclient._mux`, ADR-47's "mux inbox"): no subscription is made per
+call. The multiplexer hands a token's waiter one reply (the reader thread
+pops it, then calls ``deliver``); a request-many waiter puts itself back
+under its token inside ``deliver``, on the reader thread, before the next
+reply can be routed, so every reply of the request reaches it. Ending
+(:meth:`ReplyIterator.close`) marks the waiter done and forgets the token;
+``deliver`` checks the mark after putting itself back, so whichever of the
+two runs last removes the entry (see ``_Waiter.deliver``).
+
+The iterator ends, quietly, at ``max_count`` replies, at the total
+``timeout`` (counted from the request), when no reply came within ``stall``
+seconds of asking for the next one, at the sentinel reply (not yielded), or
+at a status reply such as 503 no responders. Only a closed connection
+raises (:class:`~jsclient.errors.ConnectionClosedError`).
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from jsclient import errors
+from jsclient.protocol import headers as _headers
+
+if TYPE_CHECKING:
+    from jsclient._core import Core
+    from jsclient._mux import RequestMux
+    from jsclient.msg import Msg
+
+__all__ = ["EMPTY_SENTINEL", "ReplyIterator", "request_many"]
+
+#: Longest single wait on the reply queue: waits are sliced so none is unbounded.
+_POLL = 1.0
+
+
+class _EmptySentinel:
+    """ADR-47's standard sentinel: a reply with an empty payload ends the replies."""
+
+    __slots__ = ()
+
+    def __call__(self, msg: Msg) -> bool:
+        return not msg.data
+
+    def __repr__(self) -> str:
+        return "jsclient.EMPTY_SENTINEL"
+
+
+#: The default ``sentinel`` of ``request_many``: an empty-payload reply ends it.
+EMPTY_SENTINEL: Callable[[Msg], bool] = _EmptySentinel()
+
+
+class _Waiter:
+    """The multiplexer's waiter for one request-many (and the request it sends).
+
+    ``subject``, ``body``, ``_hdr`` and ``_token`` are what
+    :meth:`~jsclient._mux.RequestMux.send_batch` publishes; it sets ``_token``
+    before the write, so a reply can never come before the token is known.
+    """
+
+    __slots__ = ("_hdr", "_mux", "_token", "body", "done", "q", "subject")
+
+    def __init__(self, subject: str, body: bytes, hdr: bytes | None, mux: RequestMux):
+        self.subject = subject
+        self.body = body
+        self._hdr = hdr
+        self._token: str | None = None
+        self._mux = mux
+        self.q: queue.SimpleQueue[Msg | None] = queue.SimpleQueue()
+        self.done = False
+
+    def deliver(self, msg: Msg | None) -> None:
+        """Reader thread: one reply (None: the connection closed)."""
+        self.q.put(msg)
+        token = self._token
+        if msg is None or self.done or token is None:
+            return
+        self._mux.rearm(token, self)  # the reader forgot it: wait for the next reply
+        if self.done:
+            # Ended meanwhile: close() may have looked before the line above.
+            self._mux.cancel(token)
+
+
+class ReplyIterator(Iterator["Msg"]):
+    """The replies of one :func:`request_many`; ``close()`` ends it early.
+
+    Also a context manager. Replies that arrive after the end are dropped.
+    """
+
+    def __init__(
+        self,
+        client: Core,
+        waiter: _Waiter,
+        deadline: float | None,
+        stall: float | None,
+        max_count: int | None,
+        sentinel: Callable[[Msg], bool] | None,
+    ) -> None:
+        self._client = client
+        self._waiter = waiter
+        self._deadline = deadline
+        self._stall = stall
+        self._max = max_count
+        self._sentinel = sentinel
+        self._count = 0
+        self._ended = False
+
+    def __iter__(self) -> ReplyIterator:
+        return self
+
+    def __enter__(self) -> ReplyIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # An iterator dropped before its end must not leave its token behind.
+        if not getattr(self, "_ended", True):
+            self.close()
+
+    @property
+    def count(self) -> int:
+        """Replies handed out so far (the sentinel not counted)."""
+        return self._count
+
+    def close(self) -> None:
+        """End now: the token is forgotten, later replies are dropped."""
+        if self._ended:
+            return
+        self._ended = True
+        w = self._waiter
+        w.done = True
+        self._client._mux.cancel(w._token)
+
+    def _wait_limit(self) -> float | None:
+        """Seconds this wait may last (None: no limit), or <= 0 when time is up."""
+        left = None if self._deadline is None else self._deadline - time.monotonic()
+        if self._count and self._stall is not None:
+            # ADR-47: after the first reply, wait the lesser of the stall and what is left.
+            left = self._stall if left is None else min(left, self._stall)
+        return left
+
+    def __next__(self) -> Msg:
+        if self._ended:
+            raise StopIteration
+        limit = self._wait_limit()
+        end = None if limit is None else time.monotonic() + limit
+        q = self._waiter.q
+        while True:
+            left = None if end is None else end - time.monotonic()
+            try:
+                if left is not None and left <= 0:
+                    msg = q.get_nowait()
+                else:
+                    msg = q.get(timeout=_POLL if left is None else min(left, _POLL))
+            except queue.Empty:
+                if end is not None and time.monotonic() >= end:
+                    self.close()  # the total timeout or the stall: a quiet end
+                    raise StopIteration from None
+                continue
+            break
+        if msg is None:
+            self.close()
+            raise errors.ConnectionClosedError()
+        if not msg.data and msg._hdr is not None and msg.status is not None:
+            self.close()  # 503 no responders, or another status: terminal, quietly
+            raise StopIteration
+        sentinel = self._sentinel
+        if sentinel is not None:
+            try:
+                stop = sentinel(msg)
+            except BaseException:
+                self.close()
+                raise
+            if stop:
+                self.close()
+                raise StopIteration
+        self._count += 1
+        if self._max is not None and self._count >= self._max:
+            self.close()
+        return msg
+
+
+def request_many(
+    client: Core,
+    subject: str,
+    payload: bytes = b"",
+    *,
+    headers: _headers.HeadersIn | None = None,
+    timeout: float | None = 1.0,
+    max_count: int | None = None,
+    stall: float | None = None,
+    sentinel: Callable[[Msg], bool] | None = EMPTY_SENTINEL,
+) -> ReplyIterator:
+    """Publish one request and iterate over its replies (ADR-47).
+
+    The request is sent before this returns. The iterator ends quietly at
+    ``max_count`` replies, ``timeout`` seconds after the request (None: no
+    total limit), when a reply after the first took longer than ``stall``
+    seconds (ignored when not below ``timeout``), at the first reply for
+    which ``sentinel(msg)`` is true (that reply is not yielded; the default
+    :data:`EMPTY_SENTINEL` is an empty payload; ``None`` turns it off), or
+    at no responders (503). A closed connection raises ConnectionClosedError.
+    """
+    if max_count is not None and max_count < 1:
+        raise ValueError("max_count must be at least 1 (or None)")
+    if sentinel is not None and not callable(sentinel):
+        raise TypeError("sentinel must be a callable (msg) -> bool, or None")
+    if timeout is not None and timeout < 0:
+        timeout = 0.0
+    if stall is not None and (stall <= 0 or (timeout is not None and stall >= timeout)):
+        stall = None  # ADR-47: behaves as if not supplied
+    hdr = _headers.encode(headers) if headers else None
+    mux = client._mux
+    waiter = _Waiter(subject, payload, hdr, mux)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    failed = mux.send_batch([waiter])
+    if failed:
+        raise failed[0][1]
+    return ReplyIterator(client, waiter, deadline, stall, max_count, sentinel)

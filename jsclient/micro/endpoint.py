@@ -1,0 +1,201 @@
+"""An endpoint: one subscription, its handler threads, and its statistics.
+
+The subscription (a queue subscription unless the endpoint has no queue
+group) is made without a callback: its bounded queue is the endpoint's
+queue. Past its pending limits the reader drops requests and reports a
+:class:`~jsclient.errors.SlowConsumerError` to the connection's
+``error_cb``; the endpoint counts it in ``num_errors`` / ``last_error``.
+
+``threads`` named handler threads take requests from that queue, one at a
+time through a take lock (the subscription's consuming side is for one
+taker at a time), and run the handler with no lock held, so N threads
+serve N requests at once. A handler that raises answers 500 (unless it
+answered already) and counts as an error; the thread goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jsclient import errors
+from jsclient._threads import log
+from jsclient.micro._types import EndpointInfo, EndpointStats
+from jsclient.micro.request import Request
+from jsclient.subscription import Subscription
+
+if TYPE_CHECKING:
+    from jsclient._core import Core
+    from jsclient.msg import Msg
+
+__all__ = ["Endpoint", "Handler"]
+
+Handler = Callable[[Request], Any]
+
+_POLL = 1.0  # longest single wait of a handler thread
+
+
+class _EndpointSubscription(Subscription):
+    """A subscription whose slow-consumer report also goes to its endpoint."""
+
+    def __init__(self, *args: Any, report: Callable[[BaseException], None]) -> None:
+        super().__init__(*args)
+        self._report = report  # read by the client's _on_slow (reader thread)
+
+
+class Endpoint:
+    """One endpoint of a :class:`~jsclient.micro.Service` (made by ``add_endpoint``)."""
+
+    def __init__(
+        self,
+        nc: Core,
+        service_name: str,
+        name: str,
+        subject: str,
+        queue_group: str | None,
+        metadata: dict[str, str],
+        handler: Handler,
+        threads: int,
+    ) -> None:
+        self.name = name
+        self.subject = subject
+        self.queue_group = queue_group
+        self._metadata = metadata
+        self.threads = threads
+        self._nc = nc
+        self._handler = handler
+        self._lock = threading.Lock()  # the counters below; never held across a call
+        self._num_requests = 0
+        self._num_errors = 0
+        self._last_error = ""
+        self._processing_time = 0
+        self._take_lock = threading.Lock()
+        self._sub: Subscription = nc._subscribe_as(
+            _EndpointSubscription,
+            subject,
+            queue_group,
+            None,
+            0,
+            65536,
+            64 * 1024 * 1024,
+            report=self._on_slow,
+        )
+        self._workers = [
+            threading.Thread(
+                target=self._work, name=f"jsclient-svc-{service_name}-{name}-{i}", daemon=True
+            )
+            for i in range(threads)
+        ]
+        for t in self._workers:
+            t.start()
+
+    def __repr__(self) -> str:
+        return f"<Endpoint name={self.name!r} subject={self.subject!r} queue={self.queue_group!r}>"
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """A copy: metadata is fixed once set (ADR-32)."""
+        return dict(self._metadata)
+
+    # -- statistics ---------------------------------------------------------
+
+    def info(self) -> EndpointInfo:
+        return EndpointInfo(self.name, self.subject, self.queue_group, dict(self._metadata))
+
+    def stats(self) -> EndpointStats:
+        with self._lock:
+            n, errs, last, total = (
+                self._num_requests,
+                self._num_errors,
+                self._last_error,
+                self._processing_time,
+            )
+        return EndpointStats(
+            self.name, self.subject, self.queue_group, n, errs, last, total, total // n if n else 0
+        )
+
+    def reset(self) -> None:
+        with self._lock:
+            self._num_requests = self._num_errors = self._processing_time = 0
+            self._last_error = ""
+
+    def _count_error(self, text: str) -> None:
+        with self._lock:
+            self._num_errors += 1
+            self._last_error = text
+
+    def _on_slow(self, exc: BaseException) -> None:
+        """Reader thread: the queue is full and requests are being dropped."""
+        self._count_error(str(exc))
+        self._nc._report_error(exc)
+
+    # -- handler threads ----------------------------------------------------
+
+    def _work(self) -> None:
+        sub = self._sub
+        if self.threads == 1:  # the only taker: no take lock
+            while True:
+                try:
+                    msg = sub.next_msg(_POLL)
+                except errors.TimeoutError:
+                    continue
+                except BaseException:  # the end: stop/drain, or the connection closed
+                    return
+                self._serve(msg)
+        take_lock = self._take_lock
+        while True:
+            if not take_lock.acquire(timeout=_POLL):
+                continue
+            try:
+                msg = sub.next_msg(_POLL)
+            except errors.TimeoutError:
+                continue
+            except BaseException:
+                return
+            finally:
+                take_lock.release()
+            self._serve(msg)
+
+    def _serve(self, msg: Msg) -> None:
+        req = Request(msg)
+        start = time.perf_counter_ns()
+        try:
+            self._handler(req)
+        except BaseException as exc:  # handler threads outlive user code
+            log.exception("jsclient: service handler of endpoint %r raised", self.name)
+            description = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if req._responded or not msg.reply:
+                req._error = f"500:{description}"
+            else:
+                try:
+                    req.respond_error(500, description)
+                except BaseException:
+                    log.exception("jsclient: could not answer 500 on endpoint %r", self.name)
+                    req._error = f"500:{description}"
+        elapsed = time.perf_counter_ns() - start
+        with self._lock:
+            self._num_requests += 1
+            self._processing_time += elapsed
+            if req._error is not None:
+                self._num_errors += 1
+                self._last_error = req._error
+
+    # -- stopping -----------------------------------------------------------
+
+    def _drain(self, deadline: float | None) -> None:
+        """Unsubscribe and let the queued requests reach the handlers (no wait for them)."""
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            self._sub.drain(left)
+        except errors.Error:
+            pass  # the connection closed: the subscription ended with it
+
+    def _join(self, deadline: float | None) -> bool:
+        """Wait for the handler threads to finish; True when all did."""
+        me = threading.current_thread()
+        for t in self._workers:
+            if t is not me:
+                t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in self._workers if t is not me)
