@@ -33,7 +33,7 @@ MARKER = "JSCLIENT-BENCH-RESULT "
 
 # What each client imports before its starting RSS is taken.
 _IMPORTS = {
-    "jsclient": ("jsclient",),
+    "jsclient": ("jsclient", "jsclient.jetstream.context"),  # as nats.js for nats-py
     "nats-py": ("asyncio", "nats", "nats.js"),
     "natsio": ("asyncio", "natsio", "natsio.jetstream"),
     "raw": (),
