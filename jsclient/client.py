@@ -7,7 +7,7 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _fork, _impl, _request, errors
@@ -26,13 +26,13 @@ from jsclient.connection import (
     Options,
     err_to_exception,
 )
-from jsclient.micro.service import add_service as _add_service
 from jsclient.msg import Msg
 from jsclient.protocol import headers as _headers
 from jsclient.subscription import Subscription
 
 if TYPE_CHECKING:
     from jsclient.jetstream.context import JetStream
+    from jsclient.micro.service import Service, StatsHandler
 
 _QUEUED = _impl.writer.QUEUED
 
@@ -56,9 +56,8 @@ class Client:
         self._out = Outbound(self._conn, self._w, self._subject_cache)
         # sids, SUB/UNSUB, resubscribing and draining: jsclient/_subtable.py.
         self._table = SubTable(self, self._subs, self._conn, self._w)
-        # User callbacks (error_cb, disconnected_cb, ..., future done-callbacks)
-        # and the library's own connection listeners run on separate threads,
-        # so a slow user callback never delays a re-pull or an ordered reset.
+        # User callbacks (error_cb, ..., future done-callbacks) and the library's own
+        # listeners run on separate threads: a slow callback never delays a re-pull.
         self._callbacks = CallbackRunner("jsclient-callbacks")
         self._events = CallbackRunner("jsclient-events")
         self._timers = Scheduler("jsclient-timers")
@@ -470,7 +469,31 @@ class Client:
         self._events.stop()
         self._callbacks.stop()
 
-    # -- services (ADR-32, jsclient.micro) and request-many (ADR-47) ----------
+    def add_service(
+        self,
+        name: str,
+        version: str,
+        *,
+        description: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        queue_group: str | None = "q",
+        stats_handler: StatsHandler | None = None,
+        threads: int = 1,
+        api_prefix: str = "$SRV",
+    ) -> Service:
+        """A service (ADR-32), started at once: see :func:`jsclient.micro.service.add_service`."""
+        from jsclient.micro.service import add_service  # on first use: import jsclient stays light
 
-    add_service = _add_service  # nc.add_service(name, version, ...) -> micro.Service
+        return add_service(
+            self,
+            name,
+            version,
+            description=description,
+            metadata=metadata,
+            queue_group=queue_group,
+            stats_handler=stats_handler,
+            threads=threads,
+            api_prefix=api_prefix,
+        )
+
     request_many = _request_many  # nc.request_many(subject, ...) -> iterator of replies
