@@ -71,8 +71,8 @@ ONCE: dict[str, tuple[str, ...]] = {
     # the Django integration, the managed publisher's flow control, retries,
     # probes, drain and stop (its interrupt safety, test_publisher_safety, runs
     # twice), the benchmark harness, the embedded server runner, and the
-    # layouts jsclient's stream, KV and object code share with nats-py and
-    # nats.js. The frames, acks and statuses they pass through are pinned on
+    # layouts jsclient's stream, KV, object and service code share with
+    # nats-py and nats.js. The frames, acks and statuses they pass through are pinned on
     # both twins by the suites that run twice (test_js_publish, test_kv*,
     # test_obj*, test_core_*, test_write_queue, ...).
     "subject above the protocol layer": (
@@ -85,6 +85,7 @@ ONCE: dict[str, tuple[str, ...]] = {
         "integration/test_kv_interop.py",
         "integration/test_obj_interop.py",
         "integration/test_natsjs_interop.py",
+        "integration/test_micro_natsjs.py",
     ),
 }
 

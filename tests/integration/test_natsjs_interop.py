@@ -1,27 +1,18 @@
 """jsclient and nats.js (the npm ``@nats-io`` 3.x packages) share object stores and
 buckets on one server.
 
-nats.js runs as small node scripts in ``tests/natsjs`` (versions pinned in its
-``package.json`` and ``package-lock.json``); the session's first test that needs
-them runs ``npm ci`` there when ``node_modules`` lacks the pinned versions, once,
-under a file lock so that parallel pytest runs do not install over each other.
-Without ``node`` (or ``npm``, when nothing is installed yet) the tests skip,
-saying so; a failed install fails them.
+nats.js runs as small node scripts in ``tests/natsjs``, installed and run by
+``tests/_natsjs.py`` (the tests skip without node or npm).
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-import shutil
-import subprocess
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from _js import eventually
+from _natsjs import natsjs_fixture  # noqa: F401 (the natsjs fixture)
+from _natsjs import node as _node
 
 import jsclient
 from jsclient.api import ExternalStream, ObjectLink, StreamSource
@@ -29,73 +20,6 @@ from jsclient.client import Client
 from jsclient.jetstream import JetStream
 from jsclient.server import NatsServer
 from jsclient.testing import NatsServerFactory
-
-NATSJS = Path(__file__).resolve().parents[1] / "natsjs"
-#: The longest a node script or the install may take (a loaded machine, a cold npm cache).
-SCRIPT_TIMEOUT = 60.0
-INSTALL_TIMEOUT = 300.0
-
-
-def _installed() -> bool:
-    """Whether node_modules holds every package at the version package.json pins."""
-    wanted = json.loads((NATSJS / "package.json").read_text())["dependencies"]
-    for name, version in wanted.items():
-        manifest = NATSJS / "node_modules" / name / "package.json"
-        if not manifest.is_file() or json.loads(manifest.read_text())["version"] != version:
-            return False
-    return True
-
-
-@pytest.fixture(scope="session")
-def natsjs() -> Path:
-    """The folder of the nats.js scripts, with its packages installed."""
-    if shutil.which("node") is None:
-        pytest.skip("the nats.js interop tests need node (20 or later) on PATH")
-    with open(NATSJS / "package-lock.json", "rb") as lock:
-        deadline = time.monotonic() + INSTALL_TIMEOUT
-        while True:  # flock with a timeout: another pytest run may be installing
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"another process held {lock.name} for {INSTALL_TIMEOUT} s")
-                time.sleep(0.2)
-        try:
-            if not _installed():
-                npm = shutil.which("npm")
-                if npm is None:
-                    pytest.skip("the nats.js interop tests need npm to install tests/natsjs")
-                done = subprocess.run(
-                    [npm, "ci", "--no-audit", "--no-fund"],
-                    cwd=NATSJS,
-                    capture_output=True,
-                    text=True,
-                    timeout=INSTALL_TIMEOUT,
-                )
-                if done.returncode != 0 or not _installed():
-                    pytest.fail(
-                        f"npm ci in {NATSJS} failed (exit {done.returncode}):\n"
-                        f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-                    )
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return NATSJS
-
-
-def _node(folder: Path, script: str, *args: str) -> Any:
-    """Run a script of ``tests/natsjs``; its JSON output (the last line of stdout)."""
-    done = subprocess.run(
-        ["node", script, *args],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=SCRIPT_TIMEOUT,
-        env={**os.environ, "NODE_NO_WARNINGS": "1"},
-    )
-    if done.returncode != 0:
-        pytest.fail(f"node {script} {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture
