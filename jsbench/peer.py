@@ -5,8 +5,9 @@ responder's cost is the same for all of them and none of it runs in the
 measured process. :class:`EchoPeer` starts it (``main([URL, SUBJECT])`` in a
 new interpreter, without importing the client). It prints ``ready`` once its
 subscription is in place, answers every message on SUBJECT with the same
-payload, and exits when its standard input closes (the parent ended or died)
-or the server goes away.
+payload (REPLIES times with ``main([URL, SUBJECT, REPLIES])``: request-many),
+and exits when its standard input closes (the parent ended or died) or the
+server goes away.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from jsbench.raw import RawConn
 ECHO_SUBJECT = "bench.echo"
 
 
-def serve(url: str, subject: str) -> None:
+def serve(url: str, subject: str, replies: int = 1) -> None:
     with RawConn(url, name="jsclient-bench-echo") as c:
         c.sock.settimeout(None)
         c.sock.sendall(b"SUB %s 1\r\n" % subject.encode())
@@ -33,7 +34,7 @@ def serve(url: str, subject: str) -> None:
             out = bytearray()
             for _subj, reply, payload in c.read_available():
                 if reply:
-                    out += b"PUB %s %d\r\n%s\r\n" % (reply, len(payload), payload)
+                    out += (b"PUB %s %d\r\n%s\r\n" % (reply, len(payload), payload)) * replies
             if out:
                 sendall(out)
 
@@ -44,11 +45,12 @@ def _exit_when_stdin_closes() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``URL [SUBJECT]``: serve until stdin closes or the server goes away."""
+    """``URL [SUBJECT [REPLIES]]``: serve until stdin closes or the server goes away."""
     url, subject = argv[0], argv[1] if len(argv) > 1 else ECHO_SUBJECT
+    replies = int(argv[2]) if len(argv) > 2 else 1
     threading.Thread(target=_exit_when_stdin_closes, name="echo-peer-stdin", daemon=True).start()
     try:
-        serve(url, subject)
+        serve(url, subject, replies)
     except OSError:
         return 0  # the server went away: nothing left to answer
     return 0
@@ -57,9 +59,11 @@ def main(argv: list[str]) -> int:
 class EchoPeer:
     """Starts the peer process and stops it again (a context manager)."""
 
-    def __init__(self, url: str, subject: str = ECHO_SUBJECT, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, subject: str = ECHO_SUBJECT, timeout: float = 30.0, replies: int = 1
+    ) -> None:
         self.proc = subprocess.Popen(
-            module_command("jsbench.peer", [url, subject]),
+            module_command("jsbench.peer", [url, subject, str(replies)]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -28,6 +28,7 @@ from jsbench.row import (  # the row's types, re-exported
     WorkFn,
     Workload,
 )
+from jsbench.svc_rows import svc_rows
 
 __all__ = [
     "AHEAD_OF_NATSIO",
@@ -315,7 +316,7 @@ def _threads() -> list[Workload]:
 
 def workloads() -> list[Workload]:
     """Every workload, in report order."""
-    return _core() + js_rows() + _kv() + _obj() + _batch() + _direct() + _threads()
+    return _core() + svc_rows() + js_rows() + _kv() + _obj() + _batch() + _direct() + _threads()
 
 
 def by_name(name: str) -> Workload:

@@ -49,6 +49,7 @@ ONCE: dict[str, tuple[str, ...]] = {
         f"unit/test_{name}.py"
         for name in (
             "bench_report",
+            "bench_svc_rows",
             "bench_threads",
             "cli",
             "connection_units",
@@ -80,6 +81,7 @@ ONCE: dict[str, tuple[str, ...]] = {
         "django/",
         "integration/test_publisher.py",
         "integration/test_bench_runner.py",
+        "integration/test_bench_svc.py",
         "integration/test_server.py",
         "integration/test_js_interop.py",
         "integration/test_kv_interop.py",
