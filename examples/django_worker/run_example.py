@@ -5,7 +5,8 @@
 3. starts ``manage.py jetstream_worker`` as a subprocess;
 4. places orders through the view (Django's test client: POST /orders/),
    including one whose transaction rolls back and so publishes nothing;
-5. waits until the worker has billed every order, then stops the worker with
+5. waits until the worker has billed every order, asks the worker's ``shop``
+   service (``@endpoint``) for the last order, then stops the worker with
    SIGTERM (a graceful stop: exit status 0).
 """
 
@@ -81,6 +82,11 @@ def main() -> int:
             print(f"   stream ORDERS holds {stored} messages (the rolled-back order sent none)")
             if stored != args.orders:
                 return 1
+            from jsclient.contrib.django import get_connection
+            from jsclient.micro import ServiceError
+
+            reply = get_connection().request("shop.order.status", b"%d" % last["id"], timeout=10)
+            print(f"   the shop service says: {ServiceError.check(reply).data.decode()}")
         finally:
             if worker.poll() is None:
                 worker.send_signal(signal.SIGTERM)

@@ -24,6 +24,7 @@ def test_example_runs_end_to_end() -> None:
     out = proc.stdout
     assert "5. all 10 orders billed" in out and "'status': 'billed'" in out
     assert "stream ORDERS holds 10 messages" in out
+    assert "the shop service says: {" in out and '"status": "billed"' in out  # @endpoint
     assert "6. worker stopped with SIGTERM, exit status 0" in out
     assert "billed order 10" in proc.stderr  # the worker's handler log, through LOGGING
     assert not (EXAMPLE / "db.sqlite3").exists()  # a throw-away database

@@ -1,4 +1,5 @@
-"""The worker behind ``manage.py jetstream_worker``: runs registered consumers until told to stop.
+"""The worker behind ``manage.py jetstream_worker``: runs registered consumers and
+service endpoints until told to stop.
 
 Per consumer (:class:`ConsumerRunner`):
 
@@ -33,6 +34,16 @@ then the exit status is 0. A message the server had already sent when the
 pull inbox closed is redelivered after the consumer's ``ack_wait``. A second
 signal exits at once (status 128 + signal number): messages in hand are then
 redelivered after ``ack_wait``.
+
+Endpoints (``@endpoint``, :class:`ServiceRunner`): the endpoints of one
+service name and version make one service (``nc.add_service``), each
+endpoint with its own handler threads. Around each request the handler
+thread resets the query log and closes stale database connections, as for a
+message. A handler that raises (any ``BaseException``) is logged and
+answers 500 (the service does that). Stopping drains the services beside
+the consumers: no new requests, the requests already received are answered.
+A service that stops on its own (the connection closed) makes
+:meth:`Worker.serve` exit with status 1.
 """
 
 from __future__ import annotations
@@ -53,11 +64,13 @@ from django.db import close_old_connections, connections, reset_queries
 from jsclient import errors
 from jsclient.contrib.django.connection import get_connection, get_jetstream
 from jsclient.contrib.django.consumers import ConsumerSpec
+from jsclient.contrib.django.endpoints import EndpointSpec
 from jsclient.jetstream.consume.consumer import Consumer
 from jsclient.jetstream.consume.keepalive import KeepAlive
 from jsclient.jetstream.consume.keepalive import resolve as keepalive_interval
 from jsclient.jetstream.consume.pull import ConsumeContext
 from jsclient.jetstream.context import JetStream
+from jsclient.micro import Request, Service
 from jsclient.msg import Msg
 
 log = logging.getLogger("jsclient.contrib.django.worker")
@@ -331,31 +344,154 @@ def _where(msg: Msg) -> str:
     )
 
 
-class Worker:
-    """Runs consumers on this process's connection until :meth:`request_stop` or a signal."""
+class ServiceRunner:
+    """The registered endpoints of one service name and version, as one service."""
 
-    def __init__(self, specs: Sequence[ConsumerSpec], *, threads: int | None = None) -> None:
-        if not specs:
-            raise WorkerError("no consumers to run")
+    def __init__(self, specs: Sequence[EndpointSpec], threads: int | None = None) -> None:
         self.specs = list(specs)
+        self.name = specs[0].service
+        self.version = specs[0].version
+        self.threads = threads
+        self.service: Service | None = None
+        self._stopping = False
+        self._stopper: threading.Thread | None = None
+
+    def start(self) -> None:
+        description = next((s.description for s in self.specs if s.description), None)
+        svc = get_connection().add_service(self.name, self.version, description=description)
+        self.service = svc
+        try:
+            for spec in self.specs:
+                ep = svc.add_endpoint(
+                    spec.name,
+                    self._wrap(spec),
+                    subject=spec.subject,
+                    queue_group=spec.queue_group,
+                    metadata=spec.metadata,
+                    threads=self.threads or spec.threads,
+                )
+                log.info(
+                    "endpoint %s: service %s %s, subject %s, queue %s, %d thread(s) -> %s",
+                    spec.key,
+                    self.name,
+                    self.version,
+                    ep.subject,
+                    ep.queue_group or "(none)",
+                    ep.threads,
+                    spec.handler_path,
+                )
+        except BaseException:
+            self._stopping = True
+            with contextlib.suppress(BaseException):
+                svc.stop(timeout=5.0)
+            raise
+
+    @staticmethod
+    def _wrap(spec: EndpointSpec) -> Any:
+        handler = spec.handler
+
+        def handle(req: Request) -> None:
+            # What Django does at request_started / request_finished.
+            reset_queries()
+            close_old_connections()
+            try:
+                handler(req)
+            finally:
+                try:
+                    close_old_connections()
+                except Exception:
+                    log.warning("endpoint %s: could not close database connections", spec.key)
+
+        return handle
+
+    @property
+    def failed(self) -> bool:
+        """True when the service stopped on its own (the connection closed)."""
+        svc = self.service
+        return svc is not None and not self._stopping and svc.stopped
+
+    def begin_stop(self) -> None:
+        """Drain the service on a thread of its own: requests received are answered."""
+        self._stopping = True
+        svc = self.service
+        if svc is None or self._stopper is not None:
+            return
+        t = threading.Thread(
+            target=self._stop, args=(svc,), name=f"jsclient-django-stop-{self.name}", daemon=True
+        )
+        self._stopper = t
+        t.start()
+
+    def _stop(self, svc: Service) -> None:
+        try:
+            svc.stop(timeout=None)
+        except BaseException:
+            log.exception("service %s: could not stop cleanly", self.name)
+
+    def stopped(self) -> bool:
+        """Poll after ``begin_stop``: True once the requests in hand are answered."""
+        return self._stopper is None or not self._stopper.is_alive()
+
+    def report(self) -> None:
+        if self.service is None:
+            return
+        for es in self.service.stats().endpoints:
+            log.info(
+                "endpoint %s.%s: %d request(s), %d error(s)",
+                self.name,
+                es.name,
+                es.num_requests,
+                es.num_errors,
+            )
+
+
+class Worker:
+    """Runs consumers and endpoints on this process's connection until :meth:`request_stop`
+    or a signal."""
+
+    def __init__(
+        self,
+        specs: Sequence[ConsumerSpec] = (),
+        *,
+        endpoints: Sequence[EndpointSpec] = (),
+        threads: int | None = None,
+    ) -> None:
+        if not specs and not endpoints:
+            raise WorkerError("no consumers or endpoints to run")
+        self.specs = list(specs)
+        self.endpoints = list(endpoints)
         self.threads = threads
         self.runners: list[ConsumerRunner] = []
+        self.services: list[ServiceRunner] = []
         self._stop_requested = False
         self._signals = 0
         self._stop_signal: int | None = None  # set by the first signal, logged by serve()
 
     def start(self) -> None:
-        """Declare every consumer and start consuming (all or none)."""
-        js = get_jetstream()
+        """Declare every consumer and start consuming, start the services (all or none)."""
+        groups: dict[tuple[str, str], list[EndpointSpec]] = {}
+        for ep in self.endpoints:
+            groups.setdefault((ep.service, ep.version), []).append(ep)
         try:
-            for spec in self.specs:
-                runner = ConsumerRunner(spec, js, self.threads)
-                runner.start()
-                self.runners.append(runner)
+            if self.specs:
+                js = get_jetstream()
+                for spec in self.specs:
+                    runner = ConsumerRunner(spec, js, self.threads)
+                    runner.start()
+                    self.runners.append(runner)
+            for group in groups.values():
+                service = ServiceRunner(group, self.threads)
+                self.services.append(service)
+                service.start()
         except BaseException:
             self._stop_all()
             raise
-        log.info("jetstream worker running %d consumer(s) (pid %d)", len(self.runners), os.getpid())
+        log.info(
+            "jetstream worker running %d consumer(s), %d endpoint(s) (pid %d)",
+            len(self.runners),
+            len(self.endpoints),
+            os.getpid(),
+        )
 
     def request_stop(self) -> None:
         """Ask :meth:`serve` to stop gracefully (any thread; it only sets a flag)."""
@@ -386,6 +522,12 @@ class Worker:
                     )
                 status = 1
                 break
+            gone = [s for s in self.services if s.failed]
+            if gone:
+                for s in gone:
+                    log.error("service %s stopped by itself (connection closed)", s.name)
+                status = 1
+                break
             time.sleep(_POLL)
         if self._stop_signal is not None:
             log.info(
@@ -396,18 +538,25 @@ class Worker:
         return status
 
     def _stop_all(self) -> None:
-        log.info("jetstream worker stopping: no more pulls, finishing the messages in hand")
+        log.info(
+            "jetstream worker stopping: no more pulls or requests, finishing the messages "
+            "and requests in hand"
+        )
         for r in self.runners:
             r.begin_stop()
+        for s in self.services:
+            s.begin_stop()
         # No deadline (messages in hand finish), but a hung handler shows in the log.
         started = time.monotonic()
         report_at = started + _REPORT_EVERY
-        while busy := [r.spec.name for r in self.runners if not r.stopped()]:
+        while busy := [r.spec.name for r in self.runners if not r.stopped()] + [
+            f"service {s.name}" for s in self.services if not s.stopped()
+        ]:
             now = time.monotonic()
             if now >= report_at:
                 log.warning(
-                    "jetstream worker still waiting after %.0f s for consumer(s) %s "
-                    "to finish their messages in hand",
+                    "jetstream worker still waiting after %.0f s for %s "
+                    "to finish the messages and requests in hand",
                     now - started,
                     ", ".join(busy),
                 )
@@ -425,6 +574,8 @@ class Worker:
                 r.nakd,
                 r.returned,
             )
+        for s in self.services:
+            s.report()
         log.info("jetstream worker stopped")
 
     # -- signals -------------------------------------------------------------
