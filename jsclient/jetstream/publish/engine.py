@@ -37,7 +37,12 @@
 What each user keeps is its own: ``publish_async`` its futures; the Spark
 window its Ack states (a lost publish is sent again by the writer with the
 same Nats-Msg-Id); the Publisher its flights, retries, listener, hold and
-refill, stall probes and runners (its clocks run on its flights runner).
+refill, stall probes and runners. The Publisher's ack timeouts are this
+sweep too: each of its sends (one ``wait_timeout`` for all) sets ``deadline``
+and re-joins the dict at its end, which keeps the dict in deadline order; its
+:meth:`_expired` only hands the flight to its flights runner, which decides the
+timeout there (see :mod:`.settle`). Its 503 re-sends wait on that runner's own
+retry heap (they go out in one write with its retries).
 The listener is registered by weak reference (:meth:`PublishEngine._listen`):
 the client's listener list must not keep every engine ever made alive; the
 Publisher registers its bound ``_on_conn_event`` while its flights runner runs.
@@ -103,7 +108,8 @@ class PublishEngine(Generic[P]):
         raise NotImplementedError
 
     def _expired(self, p: P) -> None:
-        """The sweep found ``p`` past its ``deadline``."""
+        """Timer thread: the sweep found ``p`` past its ``deadline`` (it may find
+        ``p`` again at a later sweep while ``p`` stays in the set with that deadline)."""
         raise NotImplementedError
 
     def _resend_503(self, p: P) -> None:

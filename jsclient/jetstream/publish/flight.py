@@ -230,6 +230,7 @@ class Flight(_Future["Flight"]):
         "_token",
         "attempts",
         "body",
+        "deadline",
         "error",
         "expectation_failed",
         "headers",
@@ -278,6 +279,9 @@ class Flight(_Future["Flight"]):
         self._resends = 0  # 503 re-sends within the current attempt
         self._gen = 0  # counts sends (attempts and re-sends): tells stale clocks apart
         self._overdue = -1  # the send (_gen) whose overdue ack was looked for once
+        # The engine's ack clock of the current send (0.0: none running): the
+        # Publisher keeps its pending dict in deadline order (see settle.py).
+        self.deadline = 0.0
         self._first_time = 0.0
         self._settled = False  # claimed by the flights runner or by stop(), under the lock
 

@@ -3,8 +3,9 @@
 :class:`PublishRunner` is the half of :class:`~jsclient.jetstream.publish.publisher.Publisher`
 that takes queued messages in batches, registers and encodes them (while the
 window is full, ahead of the lift) and writes each batch in one write, the
-flights' ack clocks running from before the write. See the publisher's module
-docstring for the hold, the refill and the interrupt rules.
+flights' ack clocks (the engine's sweep) running from before the write. See
+the publisher's module docstring for the hold, the refill and the interrupt
+rules.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ class PublishRunner(PublisherState):
                     flight._token = None
                 self._pending.pop(flight, None)
                 flight.attempts = flight._gen = 0
-                flight.publish_time = flight._first_time = 0.0
+                flight.publish_time = flight._first_time = flight.deadline = 0.0
                 back.append(flight)
             with self._lock:
                 self._queue.extendleft(reversed(back))
@@ -216,10 +217,12 @@ class PublishRunner(PublisherState):
         if flights:
             self._pending.update(dict.fromkeys(flights))
             now = time.monotonic()
+            due = now + self.wait_timeout
             for flight in flights:
                 flight.attempts = flight._gen = 1
                 flight._first_time = flight.publish_time = now
-            self._timeline.extend(flights)  # before the write: the ack may come first
+                flight.deadline = due  # the engine's ack clock (see settle.py)
+            self._arm(self.wait_timeout)  # before the write: the ack may come first
             self._batch_sent = True
             failed = self._client._mux.write(prepared)
         else:

@@ -215,12 +215,12 @@ class Publisher(PublishRunner, FlightsRunner):
         # window: holds at max_in_flight, lifts at refill_allowed_at.
         self._init_engine(self._client, self.max_in_flight, self.refill_allowed_at)
         self._done: deque[Flight] = deque()  # flights whose current attempt finished
-        # Ack clocks. First sends, by the publish runner, in publish order: the
-        # flight itself (due at publish_time + wait_timeout while it is on its
-        # first send). Retries and re-sends, by the flights runner: a heap of
-        # (due, tie-breaker, flight, send generation) (a probe re-send keeps its
-        # attempt's earlier deadline, so these are not in publish order).
-        self._timeline: deque[Flight] = deque()
+        # Ack clocks: the engine's sweep over _pending (flight.deadline), which
+        # hands an overdue send over as (flight, send generation) to the flights
+        # runner (see settle.py). The runner's own heap of (due, tie-breaker,
+        # flight, send generation): the re-check of an overdue send whose reply
+        # is on its way, and the rescue clocks after an interrupt.
+        self._expiring: deque[tuple[Flight, int]] = deque()
         self._retry_timeline: list[tuple[float, int, Flight, int]] = []
         # (due, tie-breaker, flight, is a new attempt, send generation): retries
         # and 503 re-sends, a heap the flights runner alone touches (an entry

@@ -1,11 +1,22 @@
 """The managed publisher's settling side: the flights runner.
 
 :class:`FlightsRunner` is the half of :class:`~jsclient.jetstream.publish.publisher.Publisher`
-that settles flights: replies handed over by the reader, ack clocks (first
-sends in publish order, re-sends on a heap), the engine's 503 rule on the
-publisher's own heap, retries, stall probes. It runs with the engine's
-disconnect listener registered. The state it shares with the publish runner
-is :class:`~jsclient.jetstream.publish.state.PublisherState`.
+that settles flights: replies handed over by the reader, ack timeouts, the
+engine's 503 rule on the publisher's own heap, retries, stall probes. It runs
+with the engine's disconnect listener registered. The state it shares with the
+publish runner is :class:`~jsclient.jetstream.publish.state.PublisherState`.
+
+Ack timeouts are the engine's sweep (:meth:`PublishEngine._arm`): every send
+(first, retry, 503 re-send) sets ``flight.deadline = publish_time +
+wait_timeout`` and joins the end of the engine's pending dict (a re-send is
+popped and inserted again), so with one ``wait_timeout`` for all the dict stays
+in deadline order; a stall probe and the re-sends after it keep their attempt's
+deadline and their place. The sweep, on the timer thread, settles nothing: its
+:meth:`FlightsRunner._expired` hands ``(flight, send generation)`` to the
+flights runner the way replies are handed over, and the runner decides there
+(:meth:`FlightsRunner._clocks`: the token taken back, or one re-check a wait
+later, then retry or ``listener.timeout``). The rescue clocks of an interrupted
+runner and those re-checks stay on the runner's own heap.
 """
 
 from __future__ import annotations
@@ -35,15 +46,33 @@ class FlightsRunner(PublisherState):
         """Send flights again in one write, each with its own ack deadline (retries,
         503 re-sends, stall probes and the re-sends after a probe was acked)."""
         flights = [f for f, _ in pairs]
+        pending = self._pending
         # Back in the window (a flight whose reply looked like an ack but was
-        # not may have left it).
-        self._pending.update(dict.fromkeys(flights))
-        timeline, ids = self._retry_timeline, self._retry_ids
-        for flight, due in pairs:
-            gen = flight._gen = flight._gen + 1
-            # before the write: the ack may come first
-            heapq.heappush(timeline, (due, next(ids), flight, gen))
+        # not may have left it), at its end with a new deadline: the engine's
+        # sweep needs the dict in deadline order. Under the lock: the publish
+        # runner must not see the window one short in between.
+        with self._lock:
+            try:
+                for flight, due in pairs:
+                    if flight.deadline != due or flight not in pending:
+                        pending.pop(flight, None)
+                        pending[flight] = None
+                    flight.deadline = due  # first: a sweep never pairs a past one with the new send
+                    flight._gen += 1
+            finally:
+                pending.update(dict.fromkeys(flights))  # an interrupt mid-move loses none
+        # before the write: the ack may come first
+        self._arm(min(due for _, due in pairs) - time.monotonic())
         self._sent(flights, self._client._mux.send_batch(flights))
+
+    def _expired(self, flight: Flight) -> None:
+        # Timer thread (the engine's sweep): hand the overdue send to the
+        # flights runner, as Flight.deliver hands replies over; settle nothing.
+        if self._stopped:
+            return
+        self._expiring.append((flight, flight._gen))
+        if self._flights_waiting:
+            self._wake_flights()
 
     # -- flights runner ------------------------------------------------------
 
@@ -72,15 +101,16 @@ class FlightsRunner(PublisherState):
                 self._leave("flights")
 
     def _flights_loop(self) -> None:
-        lock, done = self._lock, self._done
+        lock, done, expiring = self._lock, self._done, self._expiring
         while not self._stopped:
-            if not done:
+            if not done and not expiring:
                 with lock:
                     if self._stopped or self._check_drained():
                         return
                     self._flights_waiting = True
                     wait = self._next_wake() - time.monotonic()
-                if wait > 0 and not done:  # re-check: acks are appended without the lock
+                # re-check: acks and timeouts are appended without the lock
+                if wait > 0 and not done and not expiring:
                     self._flights.wait(wait)
                 self._flights_waiting = False
             self._processing = True  # before taking from _done: see _is_idle
@@ -94,8 +124,6 @@ class FlightsRunner(PublisherState):
 
     def _next_wake(self) -> float:
         wake = time.monotonic() + self.poll_time
-        if self._timeline:
-            wake = min(wake, self._timeline[0].publish_time + self.wait_timeout)
         if self._retry_timeline:
             wake = min(wake, self._retry_timeline[0][0])
         if self._retries:
@@ -234,17 +262,21 @@ class FlightsRunner(PublisherState):
             self._settle(acked, settled)
 
     def _clocks(self, now: float, settled: list[tuple[Flight, int]]) -> None:
-        """Time out the sends whose ack is overdue (first sends, then the others)."""
-        first, wait = self._timeline, self.wait_timeout
-        while first:
-            flight = first[0]
-            if flight._gen != 1 or flight._token is None:
-                first.popleft()  # settled, or sent again since
-            elif flight.publish_time + wait > now:
-                break
-            else:
-                self._expire(flight, now, settled)
-                first.popleft()  # after: an interrupt before it expires it again
+        """Time out the sends whose ack is overdue: those the engine's sweep
+        handed over, then the re-checks and rescue clocks on the own heap."""
+        expiring = self._expiring
+        n = len(expiring)  # then the time: these were all due by then
+        at = time.monotonic() if n else 0.0
+        for _ in range(n):
+            flight, gen = expiring[0]
+            # Stale (settled, or sent since: a sweep that read the old deadline
+            # may pair it with the new send), or handed over twice (a later
+            # sweep came first): deadline 0.0 marks the clock as used.
+            if flight._gen == gen and not flight._settled and 0.0 < flight.deadline <= at:
+                flight.deadline = 0.0
+                if flight._token is not None:  # else its reply is being handled
+                    self._expire(flight, now, settled)
+            expiring.popleft()  # after: an interrupt before it leaves the rescue clocks
         later = self._retry_timeline
         while later:
             deadline, _, flight, gen = later[0]
@@ -276,18 +308,7 @@ class FlightsRunner(PublisherState):
 
     def _waiting(self) -> list[tuple[Flight, float]]:
         """Every send still waiting for its reply, with its ack deadline."""
-        wait = self.wait_timeout
-        out = [
-            (f, f.publish_time + wait)
-            for f in self._timeline
-            if f._gen == 1 and f._token is not None
-        ]
-        out += [
-            (f, due)
-            for due, _, f, gen in self._retry_timeline
-            if f._gen == gen and f._token is not None
-        ]
-        return out
+        return [(f, f.deadline) for f in list(self._pending) if f.deadline and f._token is not None]
 
     def _send_probe(self, now: float, probe_after: float) -> None:
         """No reply at all for ``probe_after``: send the oldest waiting flight again

@@ -2,7 +2,8 @@
 
 :class:`PublisherState` is the base of :class:`~jsclient.jetstream.publish.publisher.Publisher`:
 the async-publish engine (:class:`~jsclient.jetstream.publish.engine.PublishEngine`:
-the window of flights in flight, in publish order, and its disconnect rule),
+the window of flights in flight, in deadline order, its ack-timeout sweep and
+its disconnect rule),
 the bookkeeping both runners share (the hold, idling, draining, stopping, the
 runner registry) and settling (counting, futures, listener calls). The
 publish runner is :mod:`.publish_runner`, the flights runner :mod:`.settle`.
@@ -55,7 +56,7 @@ class PublisherState(PublishEngine[Flight]):
     _queue: deque[Flight]
     _queue_window: Window
     _done: deque[Flight]
-    _timeline: deque[Flight]
+    _expiring: deque[tuple[Flight, int]]
     _retry_timeline: list[tuple[float, int, Flight, int]]
     _retries: list[tuple[float, int, Flight, bool, int]]
     _handling: list[Flight]
