@@ -13,6 +13,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,24 @@ def django_nats(nats_server: NatsServer) -> Iterator[NatsServer]:
 @pytest.fixture
 def db_path() -> str:
     return DB_PATH
+
+
+@pytest.fixture
+def spawn(django_nats: NatsServer, db_path: str, tmp_path: Path) -> Iterator[Any]:
+    """Start ``manage.py jetstream_worker`` processes; each is killed at the end."""
+    from test_django_worker import WorkerProcess
+
+    procs: list[WorkerProcess] = []
+
+    def start(*args: str, sleep: float = 0.0) -> WorkerProcess:
+        p = WorkerProcess(
+            django_nats.url, db_path, tmp_path / f"worker{len(procs)}.log", *args, sleep=sleep
+        )
+        procs.append(p)
+        return p
+
+    try:
+        yield start
+    finally:
+        for p in procs:
+            p.kill()

@@ -86,24 +86,6 @@ def test_worker_hosts_endpoint_request_discovery_and_graceful_stop(
 
 
 @pytest.fixture
-def spawn(django_nats: NatsServer, db_path: str, tmp_path: Any) -> Iterator[Any]:
-    procs: list[WorkerProcess] = []
-
-    def start(*args: str, sleep: float = 0.0) -> WorkerProcess:
-        p = WorkerProcess(
-            django_nats.url, db_path, tmp_path / f"worker{len(procs)}.log", *args, sleep=sleep
-        )
-        procs.append(p)
-        return p
-
-    try:
-        yield start
-    finally:
-        for p in procs:
-            p.kill()
-
-
-@pytest.fixture
 def local_endpoint() -> Iterator[Callable[..., Any]]:
     keys: list[str] = []
 

@@ -86,24 +86,6 @@ class WorkerProcess:
 
 
 @pytest.fixture
-def spawn(django_nats: NatsServer, db_path: str, tmp_path: Path) -> Iterator[Any]:
-    procs: list[WorkerProcess] = []
-
-    def start(*args: str, sleep: float = 0.0) -> WorkerProcess:
-        p = WorkerProcess(
-            django_nats.url, db_path, tmp_path / f"worker{len(procs)}.log", *args, sleep=sleep
-        )
-        procs.append(p)
-        return p
-
-    try:
-        yield start
-    finally:
-        for p in procs:
-            p.kill()
-
-
-@pytest.fixture
 def jobs(django_nats: NatsServer) -> str:
     get_jetstream().create_stream(name="JOBS", subjects=["jobs.>"])
     Handled.objects.all().delete()
