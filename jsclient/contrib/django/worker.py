@@ -60,13 +60,12 @@ from jsclient import errors
 from jsclient.contrib.django.connection import get_connection, get_jetstream
 from jsclient.contrib.django.consumers import ConsumerSpec
 from jsclient.contrib.django.endpoints import EndpointSpec
-from jsclient.contrib.django.runners import ConsumerRunner, ServiceRunner, WorkerError
+from jsclient.contrib.django.runners import _POLL, ConsumerRunner, ServiceRunner, WorkerError
 
 log = logging.getLogger("jsclient.contrib.django.worker")
 
 __all__ = ["ConsumerRunner", "ServiceRunner", "Worker", "WorkerError"]
 
-_POLL = 0.1  # how often waiting loops look at their flags (and let signal handlers run)
 _REPORT_EVERY = 10.0  # while stopping, how often to log the consumers still busy
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient.api import PubAck
@@ -51,7 +51,8 @@ def publish(
     (seconds, or ``"never"``; server 2.11, a stream with ``allow_msg_ttl``)
     removes the message after that long.
     """
-    hdrs = pub_headers(
+    hdrs = _checked_headers(
+        js,
         headers,
         msg_id,
         expected_stream,
@@ -60,8 +61,6 @@ def publish(
         expected_last_msg_id,
         ttl,
     )
-    if ttl is not None:  # after the TTL's own check: bad input asks nothing
-        js._require_api_level(1, "per-message TTL")
     total = js._timeout if timeout is None else timeout
     deadline = time.monotonic() + total
     request = js._client.request
@@ -111,7 +110,8 @@ def publish_async(
         if ack_timeout is not None:
             raise TypeError("give ack_timeout or timeout, not both")
         ack_timeout = timeout
-    hdrs = pub_headers(
+    hdrs = _checked_headers(
+        js,
         headers,
         msg_id,
         expected_stream,
@@ -120,7 +120,14 @@ def publish_async(
         expected_last_msg_id,
         ttl,
     )
-    if ttl is not None:  # after the TTL's own check: bad input asks nothing
-        js._require_api_level(1, "per-message TTL")
     # Encoded once: retries re-send the same bytes.
     return js._async.publish(subject, payload, encode_headers(hdrs) if hdrs else None, ack_timeout)
+
+
+def _checked_headers(js: Context, headers: HeadersIn | None, *expect_and_ttl: Any) -> Any:
+    """The publish headers (``pub_headers``), and the server's API level checked
+    for a TTL, after the TTL's own check: bad input asks nothing."""
+    hdrs = pub_headers(headers, *expect_and_ttl)
+    if expect_and_ttl[-1] is not None:  # ttl
+        js._require_api_level(1, "per-message TTL")
+    return hdrs
