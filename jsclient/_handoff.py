@@ -36,6 +36,7 @@ import queue
 from collections import deque
 from functools import partial
 from itertools import islice
+from time import monotonic
 from typing import Any
 
 __all__ = ["next_item", "wait_into"]
@@ -66,19 +67,39 @@ def next_item(
     ``local`` and its first item returned; with ``local`` None it is returned
     whole (a reader that takes batches). ``held`` and ``local`` must be
     different deques: ``held`` may hold a batch not yet moved."""
+    deadline = None
     while True:
+        # Several threads may take from one queue: between the test and the
+        # pop another taker may empty a deque (IndexError), and what this
+        # thread waited for may go to one that found it in ``held`` first.
+        # Either way the loop looks again, waiting only for what is left of
+        # ``timeout``.
         if local:
-            return local.popleft()
+            try:
+                return local.popleft()
+            except IndexError:
+                continue
         if held:
-            item = held.popleft()
+            try:
+                item = held.popleft()
+            except IndexError:
+                continue
         else:
             try:
                 item = q.get_nowait()
             except queue.Empty:
-                if timeout is not None and timeout <= 0:
-                    raise
+                if timeout is not None:
+                    if deadline is None:
+                        deadline = monotonic() + timeout
+                    else:
+                        timeout = deadline - monotonic()
+                    if timeout <= 0:
+                        raise
                 wait_into(q, held, timeout)
-                item = held.popleft()
+                try:
+                    item = held.popleft()
+                except IndexError:
+                    continue
         if local is not None and item.__class__ is tuple and item[0].__class__ is list:
             local.extend(item[0])
             continue

@@ -139,7 +139,10 @@ class Subscription(SubState):
             if self._discard:
                 self._discard_queued()
             if local:
-                msg = local.popleft()
+                try:
+                    msg = local.popleft()
+                except IndexError:  # another thread took the last one
+                    continue
             else:
                 msg = next_item(self._q, self._held, local, timeout)
                 if msg.__class__ is _Closed:
@@ -165,7 +168,10 @@ class Subscription(SubState):
         q = self._q
         while True:
             if held:
-                item = held.popleft()
+                try:
+                    item = held.popleft()
+                except IndexError:
+                    continue
             else:
                 try:
                     item = q.get_nowait()

@@ -708,7 +708,13 @@ def test_nats_py_durable_push_consumer_is_reused_and_the_reverse(
         finally:
             await c.close()
 
+    def unbound(name: str) -> bool:
+        # The server drops a push consumer's binding after the unsubscribe,
+        # on its own time: a subscribe (ours or nats-py's) refuses it while bound.
+        return not js.consumer("S", name).info().push_bound
+
     assert asyncio.run(py_first()) == [b"m0", b"m1"]
+    eventually(lambda: unbound("pyd"))
     sub = js.subscribe("s.a", durable="pyd")  # made by nats-py: reused, not deleted
     got = [sub.next_msg(timeout=5) for _ in range(2)]
     assert [m.data for m in got] == [b"m2", b"m3"]
@@ -720,6 +726,7 @@ def test_nats_py_durable_push_consumer_is_reused_and_the_reverse(
     mine = js.subscribe("s.a", durable="jsd", delete_consumer="never", config={"ack_wait": 1.0})
     mine.next_msg(timeout=5).ack()
     mine.unsubscribe()
+    eventually(lambda: unbound("jsd"))
 
     async def py_second() -> list[bytes]:
         c = await nats.connect(nats_server.url)

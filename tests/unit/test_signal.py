@@ -161,3 +161,72 @@ def test_what_an_interrupted_wait_took_comes_next() -> None:
     assert next_item(q, held, local, 0) == "x"
     assert next_item(q, held, local, 0) == "y"
     assert next_item(q, held, local, 0) == "later"
+
+
+class _TakenUnder(deque):  # type: ignore[type-arg]
+    """A deque that another taker empties between the caller's test and its pop,
+    ``races`` times: what several threads taking from one subscription do."""
+
+    def __init__(self, races: int) -> None:
+        super().__init__()
+        self.races = races
+
+    def popleft(self) -> Any:
+        if self.races:
+            self.races -= 1
+            self.clear()
+            raise IndexError("pop from an empty deque")
+        return super().popleft()
+
+
+def test_next_item_looks_again_when_another_taker_empties_local() -> None:
+    q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    local = _TakenUnder(races=1)
+    local.append("taken by the other thread")
+    q.put("next")
+    assert next_item(q, deque(), local, 0) == "next"
+
+
+def test_next_item_waits_again_when_another_taker_got_what_it_waited_for() -> None:
+    # The wait put an item in ``held``; another thread popped it first. The loop
+    # waits again for what is left of the timeout, not for a new full timeout.
+    q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    held = _TakenUnder(races=1)
+    threading.Timer(0.05, q.put, ("first",)).start()
+    t0 = time.monotonic()
+    with pytest.raises(queue.Empty):
+        next_item(q, held, deque(), 0.5)
+    took = time.monotonic() - t0
+    assert 0.45 <= took < 1.0
+    threading.Timer(0.05, q.put, ("second",)).start()
+    assert next_item(q, held, deque(), 5) == "second"
+
+
+def test_threads_taking_from_one_queue_each_get_distinct_items() -> None:
+    q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    held: deque[Any] = deque()
+    local: deque[Any] = deque()
+    total = 20000
+    got: list[Any] = []
+    errors: list[BaseException] = []
+
+    def taker() -> None:
+        try:
+            while True:
+                try:
+                    item = next_item(q, held, local, 0.2)
+                except queue.Empty:
+                    return
+                got.append(item)
+        except BaseException as exc:
+            errors.append(exc)
+
+    takers = [threading.Thread(target=taker, name=f"take-{k}") for k in range(4)]
+    for t in takers:
+        t.start()
+    for i in range(0, total, 2):
+        q.put(([i, i + 1], 2))  # one routed batch of two, as the reader puts them
+    for t in takers:
+        t.join(10)
+    assert not errors
+    assert sorted(got) == list(range(total))

@@ -99,7 +99,10 @@ class ConsumeContext:
         try:
             while not self._stopped:
                 if local:
-                    item = local.popleft()
+                    try:
+                        item = local.popleft()
+                    except IndexError:  # another thread took the last one
+                        continue
                 else:
                     try:
                         item = next_item(inbox, held, local, WAIT_SLICE)  # see _handoff
@@ -227,7 +230,10 @@ class MessagesContext:
         try:
             while True:
                 if local:
-                    item = local.popleft()
+                    try:
+                        item = local.popleft()
+                    except IndexError:  # another thread took the last one
+                        continue
                 else:
                     if deadline is not None:
                         wait = min(WAIT_SLICE, deadline - _mono())

@@ -223,7 +223,10 @@ class JsSubscription(Subscription):
         while True:
             if local and not self._discard:
                 # The base class's fast path, inlined: this runs per message.
-                msg: Any = local.popleft()
+                try:
+                    msg: Any = local.popleft()
+                except IndexError:  # another thread took the last one
+                    continue
                 self._took(1, len(msg.data))
             else:
                 msg = Subscription._take(self, timeout)
