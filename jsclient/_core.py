@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from jsclient._mux import RequestMux
+    from jsclient._outbound import Outbound
     from jsclient._threads import CallbackRunner, Scheduler
     from jsclient.errors import MaxPayloadError
     from jsclient.protocol.headers import HeadersIn
@@ -31,6 +32,7 @@ class Core(Protocol):
     _drainables: weakref.WeakSet[Any]
     _subs: dict[int, Any]
     _subject_cache: dict[str, bytes]
+    _out: Outbound
 
     @property
     def is_connected(self) -> bool: ...

@@ -61,6 +61,19 @@ class Outbound:
         subj = self.subjects.get(subject)
         if subj is None:
             subj = self.subject_bytes(subject)
+        self.w.send(*self._frame(subj, payload, reply, headers))
+
+    def respond(self, subject: str, payload: bytes, headers: _headers.HeadersIn | None) -> None:
+        """A reply (``Msg.respond``): written from this thread when no other is
+        writing, as a request is, since the requester waits for it. Reply
+        subjects are unique (inboxes): checked, never cached."""
+        commands.check_subject(subject, "reply subject")
+        self.w.send_inline(*self._frame(subject.encode(), payload, None, headers))
+
+    def _frame(
+        self, subj: bytes, payload: bytes, reply: str | None, headers: _headers.HeadersIn | None
+    ) -> tuple[bytes, int, int]:
+        """The PUB/HPUB frame, its payload length, 1 (one message)."""
         conn = self.conn
         plen = len(payload)
         if reply:
@@ -78,7 +91,7 @@ class Outbound:
             if plen > conn.max_payload:
                 raise self.too_big(plen)
             data = commands.pub(subj, rep, payload)
-        self.w.send(data, plen, 1)
+        return data, plen, 1
 
     def declined(self, subject: str, payload: bytes, rc: int) -> None:
         """``Client.publish`` without reply or headers, when the fast path declined."""

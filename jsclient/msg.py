@@ -135,10 +135,15 @@ class Msg(MsgBase):
         return meta
 
     def respond(self, payload: bytes = b"", headers: dict[str, str] | None = None) -> None:
-        """Publish a reply to this message's reply subject."""
+        """Publish a reply to this message's reply subject.
+
+        Written from this thread when no other thread is writing, as a request
+        is: the requester waits for it, and waking the flusher thread for one
+        frame would add a thread hop to every round trip. Bounded as
+        ``publish`` is (``pending_size`` / the reconnect buffer)."""
         if not self.reply:
             raise errors.Error("nats: message has no reply subject")
-        self._require_client().publish(self.reply, payload, headers=headers)
+        self._require_client()._out.respond(self.reply, payload, headers)
 
     def ack(self) -> None:
         """Acknowledge (terminal). Ignored after another terminal ack or with ack policy none."""

@@ -11,6 +11,12 @@ time through a take lock (the subscription's consuming side is for one
 taker at a time), and run the handler with no lock held, so N threads
 serve N requests at once. A handler that raises answers 500 (unless it
 answered already) and counts as an error; the thread goes on.
+
+Stats: a request counts when its first reply leaves (an error reply with
+its error), or when its handler returns without replying; its processing
+time is added when the handler returns. So a requester holding a reply
+finds that request in ``stats()``, and a request still being handled is
+not counted, as in nats.go.
 """
 
 from __future__ import annotations
@@ -121,9 +127,18 @@ class Endpoint:
             self._num_requests = self._num_errors = self._processing_time = 0
             self._last_error = ""
 
-    def _count_error(self, text: str) -> None:
+    def _count_request(self, error: str | None) -> None:
         with self._lock:
-            self._num_errors += 1
+            self._num_requests += 1
+            if error is not None:
+                self._num_errors += 1
+                self._last_error = error
+
+    def _count_error(self, text: str, first: bool = True) -> None:
+        """An error: counted unless its request had one counted already; the last error."""
+        with self._lock:
+            if first:
+                self._num_errors += 1
             self._last_error = text
 
     def _on_slow(self, exc: BaseException) -> None:
@@ -159,7 +174,7 @@ class Endpoint:
             self._serve(msg)
 
     def _serve(self, msg: Msg) -> None:
-        req = Request(msg)
+        req = Request(msg, self)
         start = time.perf_counter_ns()
         try:
             self._handler(req)
@@ -167,20 +182,17 @@ class Endpoint:
             log.exception("jsclient: service handler of endpoint %r raised", self.name)
             description = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if req._responded or not msg.reply:
-                req._error = f"500:{description}"
+                req._fail(f"500:{description}")
             else:
                 try:
                     req.respond_error(500, description)
                 except BaseException:
                     log.exception("jsclient: could not answer 500 on endpoint %r", self.name)
-                    req._error = f"500:{description}"
+                    req._fail(f"500:{description}")
         elapsed = time.perf_counter_ns() - start
+        req._settle()  # not answered: counted now
         with self._lock:
-            self._num_requests += 1
             self._processing_time += elapsed
-            if req._error is not None:
-                self._num_errors += 1
-                self._last_error = req._error
 
     # -- stopping -----------------------------------------------------------
 

@@ -15,6 +15,7 @@ from jsclient import errors
 from jsclient.micro._types import ERROR_CODE_HEADER, ERROR_HEADER
 
 if TYPE_CHECKING:
+    from jsclient.micro.endpoint import Endpoint
     from jsclient.msg import Msg
     from jsclient.protocol.headers import HeadersIn
 
@@ -58,12 +59,32 @@ def _one_line(text: str) -> str:
 class Request:
     """A request to an endpoint, handed to its handler on a handler thread."""
 
-    __slots__ = ("_error", "_responded", "msg")
+    __slots__ = ("_counted", "_endpoint", "_error", "_responded", "msg")
 
-    def __init__(self, msg: Msg) -> None:
+    def __init__(self, msg: Msg, endpoint: Endpoint | None = None) -> None:
         self.msg = msg
+        self._endpoint = endpoint
         self._responded = False
+        self._counted = False
         self._error: str | None = None  # "code:description" of respond_error, for the stats
+
+    # The endpoint counts a request when its first reply leaves, else when the
+    # handler returns: so a requester holding its reply finds it counted.
+
+    def _settle(self) -> None:
+        """Count this request (and its error, if any) in its endpoint's stats, once."""
+        if not self._counted:
+            self._counted = True
+            if self._endpoint is not None:
+                self._endpoint._count_request(self._error)
+
+    def _fail(self, text: str) -> None:
+        """An error of this request (one per request; the last text is the endpoint's
+        ``last_error``); counted now if the request is counted already."""
+        first = self._error is None
+        self._error = text
+        if self._counted and self._endpoint is not None:
+            self._endpoint._count_error(text, first)
 
     def __repr__(self) -> str:
         return f"<Request subject={self.subject!r} reply={self.reply!r}>"
@@ -89,6 +110,7 @@ class Request:
     def respond(self, data: bytes = b"", headers: HeadersIn | None = None) -> None:
         """Reply to the requester."""
         self._responded = True
+        self._settle()
         self.msg.respond(data, headers=headers)  # type: ignore[arg-type]
 
     def respond_error(
@@ -107,5 +129,5 @@ class Request:
         hdrs: dict[str, Any] = dict(headers) if headers else {}
         hdrs[ERROR_HEADER] = description
         hdrs[ERROR_CODE_HEADER] = str(code)
-        self._error = f"{code}:{description}"
+        self._fail(f"{code}:{description}")
         self.respond(data, hdrs)
