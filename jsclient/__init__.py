@@ -5,11 +5,13 @@ Public names only; importing this package starts no thread and opens no socket.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import ssl
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ParamSpec, TypeVar, cast
 
-from jsclient import api, errors
+from jsclient import api, contexts, errors
 from jsclient._request_many import EMPTY_SENTINEL
 from jsclient._version import __version__
 from jsclient.client import Client
@@ -18,7 +20,33 @@ from jsclient.jetstream.publish.publisher import Flight, Publisher, PublisherLis
 from jsclient.msg import Msg, MsgMetadata, SequencePair
 from jsclient.subscription import Subscription
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
+
+def _with_context(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Apply ``context=NAME``: the context's values, then the arguments the caller gave.
+
+    Only the arguments actually passed override the context (a default value
+    never does), so the binding happens here, where they are still known.
+    """
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if kwargs.get("context") is None:  # keyword-only: never positional
+            return fn(*args, **kwargs)
+        bound = sig.bind(*args, **kwargs)
+        name = bound.arguments.pop("context")
+        given = dict(bound.arguments.pop("extra", {}))
+        given.update(bound.arguments)
+        merged = {**contexts.connect_options(contexts.load(name)), **given}
+        return cast(Callable[..., _R], fn)(**merged)
+
+    return wrapper
+
+
+@_with_context
 def connect(
     servers: str | Sequence[str] = "nats://127.0.0.1:4222",
     *,
@@ -42,6 +70,10 @@ def connect(
     disconnected_cb: Callable[[], Any] | None = None,
     reconnected_cb: Callable[[], Any] | None = None,
     closed_cb: Callable[[], Any] | None = None,
+    context: str | None = None,
+    reconnect_to_server_cb: Callable[[list[str], dict[str, Any] | None], Any] | None = None,
+    ignore_discovered_servers: bool = False,
+    retry_on_failed_connect: bool = False,
     **extra: Any,
 ) -> Client:
     """Connect to NATS and return a blocking :class:`Client`.
@@ -55,6 +87,12 @@ def connect(
     itself or waits for the flusher) and ``flush_timeout`` (how long such a
     publish waits, default 10 s, then ``FlushTimeoutError`` with nothing of
     that message sent). ``max_reconnect_attempts=-1`` retries forever.
+
+    ``context`` names a NATS CLI context (ADR-21, see :mod:`jsclient.contexts`;
+    ``""`` is the selected one): its servers, credentials, TLS files,
+    ``tls_first``, ``inbox_prefix`` and JetStream domain / API prefix (the
+    defaults of ``nc.jetstream()``) apply, and every argument given here
+    overrides the context's value for that argument.
     """
     if isinstance(servers, str):
         urls = [u for u in servers.split(",") if u.strip()]
@@ -86,6 +124,9 @@ def connect(
         disconnected_cb=disconnected_cb,
         reconnected_cb=reconnected_cb,
         closed_cb=closed_cb,
+        reconnect_to_server_cb=reconnect_to_server_cb,
+        ignore_discovered_servers=ignore_discovered_servers,
+        retry_on_failed_connect=retry_on_failed_connect,
         **extra,
     )
     client = Client(opts)
@@ -107,5 +148,6 @@ __all__ = [
     "__version__",
     "api",
     "connect",
+    "contexts",
     "errors",
 ]

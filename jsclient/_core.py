@@ -18,10 +18,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from jsclient._mux import RequestMux
-    from jsclient._outbound import Outbound
     from jsclient._threads import CallbackRunner, Scheduler
     from jsclient.errors import MaxPayloadError
     from jsclient.protocol.headers import HeadersIn
+
+
+class _Replies(Protocol):
+    """The client's outbound side as ``Msg.respond`` uses it."""
+
+    def respond(self, subject: str, payload: bytes, headers: HeadersIn | None) -> None: ...
 
 
 class Core(Protocol):
@@ -32,7 +37,8 @@ class Core(Protocol):
     _drainables: weakref.WeakSet[Any]
     _subs: dict[int, Any]
     _subject_cache: dict[str, bytes]
-    _out: Outbound
+    @property
+    def _out(self) -> _Replies: ...
 
     @property
     def is_connected(self) -> bool: ...

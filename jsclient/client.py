@@ -10,8 +10,9 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from jsclient import _fork, _impl, _request, errors
+from jsclient import _fork, _impl, _reconnect, _request, errors
 from jsclient._mux import RequestMux
+from jsclient.contexts import jetstream_defaults
 from jsclient._outbound import Outbound
 from jsclient._request_many import request_many as _request_many
 from jsclient._subtable import SubTable, check_open
@@ -123,8 +124,7 @@ class Client:
 
     @property
     def _lost_at(self) -> float:
-        # time.monotonic() of the latest lost socket (0.0: none yet)
-        return self._conn.lost_at
+        return self._conn.lost_at  # time.monotonic() of the latest lost socket (0.0: none yet)
 
     @property
     def is_closed(self) -> bool:
@@ -401,11 +401,12 @@ class Client:
     # -- jetstream ----------------------------------------------------------
 
     def jetstream(self, **options: Any) -> JetStream:
-        """A JetStream context (ADR-37) on this connection."""
+        """A JetStream context (ADR-37) on this connection; without ``domain`` or
+        ``prefix``, the ``connect(context=...)`` context's (see jetstream_defaults)."""
         from jsclient.jetstream.context import JetStream
 
         self._conn.check_owner()
-        return JetStream(self, **options)
+        return JetStream(self, **jetstream_defaults(self._opts, options))
 
     # -- draining and closing -----------------------------------------------
 
@@ -497,3 +498,4 @@ class Client:
         )
 
     request_many = _request_many  # nc.request_many(subject, ...) -> iterator of replies
+    force_reconnect = _reconnect.force_reconnect  # nc.force_reconnect(): ADR-40

@@ -25,7 +25,7 @@ import time
 from collections import deque
 from typing import Any
 
-from jsclient import _impl, errors
+from jsclient import _impl, _reconnect, errors
 from jsclient._io.auth import read_creds as _read_creds
 from jsclient._io.auth import seed_bytes as _seed_bytes
 from jsclient._io.auth import sign_nonce as _sign_nonce
@@ -104,6 +104,7 @@ class Connection:
         self._pings_out = 0
         self._connected_event = Signal()
         self._closing = Signal()
+        self._retry_now = Signal()  # set by force_reconnect and close: dial now
         self._last_error: BaseException | None = None
         self.writer = Writer(self, opts)
         parser = _impl.parser.Parser(max_control_line=opts.max_control_line)
@@ -113,7 +114,18 @@ class Connection:
     # -- establishing ------------------------------------------------------
 
     def connect(self) -> None:
-        """Initial connect in the caller's thread: try each server once."""
+        """Initial connect in the caller's thread: try each server once.
+
+        With ``retry_on_failed_connect`` nothing is dialled here: the client
+        starts as reconnecting and the reader thread's reconnect loop makes
+        the first connection (its first attempt at once).
+        """
+        if self.opts.retry_on_failed_connect:
+            with self._lock:
+                self._set_status(RECONNECTING)
+            self._retry_now.set()
+            self._start_threads()
+            return
         last: BaseException | None = None
         for srv in list(self.pool):
             try:
@@ -138,7 +150,7 @@ class Connection:
             target=self.reader.run, name="jsclient-reader", daemon=True
         )
         self.reader.thread.start()
-        if not self._is_tls:
+        if self._sock is not None and not self._is_tls:
             self.writer.start()
 
     def _install(self, srv: ServerAddr, dialled: Dialled, resubscribe: bytes) -> None:
@@ -166,6 +178,8 @@ class Connection:
             self._sock = sock
             self._set_status(CONNECTED)
         self._connected_event.set()
+        if not self._is_tls:
+            writer.start()  # first connection made by the reconnect loop
         writer.wq.kicked = True
         writer.kick()
 
@@ -265,14 +279,23 @@ class Connection:
         opts = self.opts
         pool = self.pool
         while self.status is not CLOSED:
-            srv = pool.next_server()
+            now = self._retry_now.is_set()  # force_reconnect: no reconnect_wait this time
+            self._retry_now.clear()
+            srv, delay = _reconnect.choose(self)  # reconnect_to_server_cb, if any
+            if srv is None:
+                srv = pool.next_server()
             if srv is None:
                 self._owner._close_from_io(errors.NoServersError())
                 return False
-            jitter = opts.reconnect_jitter_tls if srv.scheme == "tls" else opts.reconnect_jitter
-            wait = pool.wait_before(srv, time.monotonic(), opts.reconnect_wait, jitter)
-            if wait > 0 and self._closing.wait(wait):
-                return False
+            if delay is None:
+                jitter = opts.reconnect_jitter_tls if srv.scheme == "tls" else opts.reconnect_jitter
+                delay = (
+                    0.0
+                    if now
+                    else pool.wait_before(srv, time.monotonic(), opts.reconnect_wait, jitter)
+                )
+            if delay > 0:
+                self._retry_now.wait(delay)  # close() and force_reconnect() cut it short
             if self.status is CLOSED:
                 return False
             pool.attempt(srv, time.monotonic())
@@ -288,7 +311,8 @@ class Connection:
             if self.status is CLOSED:
                 close_quietly(dialled.sock)
                 return False
-            self.reconnects += 1
+            if pool.current is not None:  # not the first connection (retry_on_failed_connect)
+                self.reconnects += 1
             self._install(srv, dialled, self._owner._resubscribe_commands())
             if dialled.leftovers:
                 self.rs.route_all(dialled.leftovers)
@@ -436,6 +460,7 @@ class Connection:
             sock = self._sock
             self._sock = None
         self._closing.set()
+        self._retry_now.set()
         self._connected_event.set()
         self._fail_pongs()
         if sock is not None:

@@ -82,13 +82,19 @@ def connect_options(
         jwt, seed = read_creds(opts.creds)
         out["jwt"] = jwt.decode()
         out["sig"] = sign_nonce(seed, info.get("nonce", ""))[1]
+    elif opts.user_jwt:
+        # A JWT given apart from its seed (nats.go's UserJWTAndSeed); with no
+        # seed it goes alone, for bearer JWTs and auth callout.
+        out["jwt"] = opts.user_jwt
+        if opts.nkey_seed:
+            out["sig"] = sign_nonce(seed_bytes(opts.nkey_seed), info.get("nonce", ""))[1]
     elif opts.nkey_seed:
         public, sig = sign_nonce(seed_bytes(opts.nkey_seed), info.get("nonce", ""))
         out["nkey"] = public
         out["sig"] = sig
     if opts.token:
         out["auth_token"] = opts.token
-    elif user and password is None and not opts.creds and not opts.nkey_seed:
+    elif user and password is None and not (opts.creds or opts.nkey_seed or opts.user_jwt):
         out["auth_token"] = user  # nats://token@host form
     elif user:
         out["user"] = user

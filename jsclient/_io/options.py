@@ -57,4 +57,17 @@ class Options:
     closed_cb: Callable[[], Any] | None = None
     lame_duck_cb: Callable[[], Any] | None = None
     discovered_server_cb: Callable[[], Any] | None = None
+    #: ADR-40: ``(servers, info) -> url`` or ``(url, delay_seconds)``: the server
+    #: to dial next, asked before every reconnect attempt.
+    reconnect_to_server_cb: Callable[[list[str], dict[str, Any] | None], Any] | None = None
+    #: ADR-40: connect() returns at once and the client keeps dialling in the
+    #: background; what is sent meanwhile waits in the reconnect buffer.
+    retry_on_failed_connect: bool = False
+    #: A user JWT sent in CONNECT, signed with ``nkey_seed`` when one is given
+    #: (ADR-21 contexts' ``user_jwt``; a creds file holds both instead).
+    user_jwt: str | None = None
+    #: ``nc.jetstream()``'s domain / API prefix when the caller gives neither
+    #: (set from an ADR-21 context's ``jetstream_domain`` / ``jetstream_api_prefix``).
+    jetstream_domain: str | None = None
+    jetstream_api_prefix: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

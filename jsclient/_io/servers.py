@@ -97,6 +97,28 @@ class ServerPool:
             return srv
         return None
 
+    def live(self) -> list[ServerAddr]:
+        """Drop the exhausted servers from the pool; the ones left, in order."""
+        if self.max_attempts >= 0:
+            self.servers = [s for s in self.servers if s.attempts < self.max_attempts]
+        return list(self.servers)
+
+    def take(self, url: str) -> ServerAddr | None:
+        """The pool's entry for ``url`` (same host and port), rotated to the back
+        as :meth:`next_server` does; None when no usable entry matches."""
+        try:
+            want = ServerAddr.parse(url)
+        except errors.Error:
+            return None
+        for i, srv in enumerate(self.servers):
+            if (srv.host, srv.port) == (want.host, want.port):
+                if self.max_attempts >= 0 and srv.attempts >= self.max_attempts:
+                    return None
+                del self.servers[i]
+                self.servers.append(srv)
+                return srv
+        return None
+
     @staticmethod
     def wait_before(srv: ServerAddr, now: float, reconnect_wait: float, jitter: float) -> float:
         """Seconds to wait before dialling ``srv`` again (0: at once)."""

@@ -23,6 +23,7 @@ from jsclient.errors.connection import (
     ConnectionClosedError,
     ConnectionDrainingError,
     ConnectionReconnectingError,
+    ContextError,
     DrainTimeoutError,
     FlushTimeoutError,
     ForkedConnectionError,
@@ -196,6 +197,7 @@ from jsclient.errors.subscribe import (
 
 __all__ = [
     "Error",
+    "ContextError",
     "TimeoutError",
     "FlushTimeoutError",
     "DrainTimeoutError",

@@ -135,6 +135,15 @@ class PermissionViolationError(Error):
         self.subject = subject
 
 
+class ContextError(Error):
+    """A NATS CLI context (ADR-21) cannot be used: unknown or invalid name, nothing
+    selected, an unreadable file, a key of the wrong type or a key jsclient does
+    not support (``nsc``, the Windows certificate store, ``socks_proxy``). The
+    message names the file or the key."""
+
+    default_message = "nats: invalid context"
+
+
 class ForkedConnectionError(Error):
     """A client connected in one process was used after ``os.fork()`` in a child.
 

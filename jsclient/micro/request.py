@@ -9,13 +9,12 @@ carries those headers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jsclient import errors
 from jsclient.micro._types import ERROR_CODE_HEADER, ERROR_HEADER
 
 if TYPE_CHECKING:
-    from jsclient.micro.endpoint import Endpoint
     from jsclient.msg import Msg
     from jsclient.protocol.headers import HeadersIn
 
@@ -56,12 +55,19 @@ def _one_line(text: str) -> str:
     return " ".join(text.splitlines()) if ("\r" in text or "\n" in text) else text
 
 
+class _Stats(Protocol):
+    """What a request records in its endpoint's stats (``Endpoint``)."""
+
+    def _count_request(self, error: str | None) -> None: ...
+    def _count_error(self, text: str, first: bool = True) -> None: ...
+
+
 class Request:
     """A request to an endpoint, handed to its handler on a handler thread."""
 
     __slots__ = ("_counted", "_endpoint", "_error", "_responded", "msg")
 
-    def __init__(self, msg: Msg, endpoint: Endpoint | None = None) -> None:
+    def __init__(self, msg: Msg, endpoint: _Stats | None = None) -> None:
         self.msg = msg
         self._endpoint = endpoint
         self._responded = False

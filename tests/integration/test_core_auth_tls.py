@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 import nats.errors
 import pytest
+from _auth import roundtrip as _roundtrip
 from _jwt import make_decentralized, new_user_nkey
 
 from jsclient import errors
-from jsclient.client import Client
 from jsclient.server import TLSFiles, make_tls_files
 from jsclient.testing import NatsServerFactory
 
@@ -22,15 +22,6 @@ if TYPE_CHECKING:
     from conftest import CoreConnect, CoreEvents
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def _roundtrip(nc: Client, subject: str = "auth.check") -> None:
-    """Publish/subscribe and request/reply work on ``nc``."""
-    sub = nc.subscribe(subject)
-    nc.publish(subject, b"hello")
-    assert sub.next_msg(timeout=2).data == b"hello"
-    nc.subscribe(subject + ".svc", cb=lambda m: m.respond(b"re:" + m.data))
-    assert nc.request(subject + ".svc", b"q", timeout=2).data == b"re:q"
 
 
 def _assert_auth_error_fast(fn: object, *args: object, **kwargs: object) -> errors.Error:

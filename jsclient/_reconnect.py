@@ -1,0 +1,194 @@
+"""ADR-40 reconnect options: the user's pick of the next server, and ``force_reconnect``.
+
+``reconnect_to_server_cb(servers, info)`` is user code, so it runs on the
+``jsclient-callbacks`` thread like every other callback (after any
+``disconnected_cb`` queued before it), never on the reader thread; the
+reconnecting thread, which holds no socket then, waits for its answer up to
+:data:`PICK_WAIT` seconds. ``servers`` are the URLs of the pool (exhausted
+servers dropped), ``info`` the latest server INFO (``None`` before the first
+connection). The answer:
+
+- a URL of the pool: that server is dialled next, after the usual wait
+  (``reconnect_wait`` since the last attempt on it, plus jitter);
+- ``(url, delay_seconds)``: that server after exactly ``delay_seconds`` (0: now),
+  instead of ``reconnect_wait``, also after ``force_reconnect``; ``url`` may
+  be ``None`` (the pool's choice after the delay);
+- ``None``: the pool's own choice;
+- a URL not in the pool (ADR-40: the user cannot pick a server outside it),
+  a malformed answer, an exception, or no answer within :data:`PICK_WAIT`:
+  reported to ``error_cb`` and the pool's own choice is used.
+
+:func:`force` drops a live connection and reconnects at once, through the
+usual path: subscriptions are re-sent, ``disconnected_cb`` and
+``reconnected_cb`` fire, and whatever is published once it has returned goes
+to the reconnect buffer and is sent on the new connection.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from jsclient import errors
+from jsclient._io.options import CLOSED, CONNECTED, DRAINING, RECONNECTING
+
+if TYPE_CHECKING:
+    from jsclient._io.servers import ServerAddr
+
+# jsclient.connection.Connection and jsclient.client.Client: both import this
+# module, which so names their types without importing them back.
+Connection = Any
+Client = Any
+
+#: How long a reconnect waits for ``reconnect_to_server_cb`` to answer.
+PICK_WAIT = 5.0
+#: After ``force_reconnect`` on a plain socket, how long the server has to
+#: close its side (it first processes what was written) before the socket is cut.
+FORCE_GRACE = 2.0
+_SLICE = 0.1
+
+
+class _Answer:
+    __slots__ = ("done", "error", "value")
+
+    def __init__(self) -> None:
+        self.done = threading.Lock()
+        self.done.acquire()  # released once the callback returned or raised
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+def _ask(conn: Connection, urls: list[str], info: dict[str, Any] | None) -> _Answer | None:
+    """Run the callback on the callbacks thread; its answer, or None if it never came."""
+    cb = conn.opts.reconnect_to_server_cb
+    assert cb is not None
+    ans = _Answer()
+
+    def run() -> None:
+        try:
+            ans.value = cb(urls, info)
+        except BaseException as exc:  # user code: whatever it raises is reported
+            ans.error = exc
+        finally:
+            ans.done.release()
+
+    conn._owner._run_callback(run)
+    deadline = time.monotonic() + PICK_WAIT
+    while not ans.done.acquire(timeout=_SLICE):
+        if conn.status is CLOSED:
+            return None
+        if time.monotonic() >= deadline:
+            conn.report(
+                errors.Error(
+                    f"nats: reconnect_to_server_cb did not answer within {PICK_WAIT} s "
+                    "(is the callback thread busy?); using the server pool's choice"
+                )
+            )
+            return None
+    return ans
+
+
+def choose(conn: Connection) -> tuple[ServerAddr | None, float | None]:
+    """The user's pick for the next attempt: (server or None, delay or None).
+
+    ``(None, None)`` when there is no callback or its answer cannot be used:
+    the pool chooses and the usual wait applies.
+    """
+    if conn.opts.reconnect_to_server_cb is None:
+        return None, None
+    live = conn.pool.live()
+    if not live:
+        return None, None  # the pool is exhausted: the caller gives up
+    info = dict(conn.server_info) or None
+    ans = _ask(conn, [s.url for s in live], info)
+    if ans is None:
+        return None, None
+    if ans.error is not None:
+        err = errors.Error(f"nats: reconnect_to_server_cb raised {ans.error!r}")
+        err.__cause__ = ans.error
+        conn.report(err)
+        return None, None
+    value = ans.value
+    delay: float | None = None
+    if isinstance(value, tuple) and len(value) == 2:
+        value, raw = value
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw >= 0:
+            delay = float(raw)
+        else:
+            conn.report(errors.Error(f"nats: reconnect_to_server_cb gave a bad delay {raw!r}"))
+            return None, None
+    if value is None:
+        return None, delay
+    srv = conn.pool.take(value) if isinstance(value, str) else None
+    if srv is None:
+        conn.report(
+            errors.Error(
+                f"nats: reconnect_to_server_cb chose {value!r}, which is not in the "
+                "server pool; using the pool's choice"
+            )
+        )
+        return None, None
+    return srv, delay
+
+
+def force(conn: Connection) -> None:
+    """Drop the connection now and reconnect (see the module docstring).
+
+    The first attempt skips ``reconnect_wait`` (not a delay the callback gives).
+    Reconnecting already (or not yet connected with ``retry_on_failed_connect``):
+    the next attempt starts at once.
+    """
+    conn.check_owner()
+    status = conn.status
+    if status is CLOSED:
+        raise errors.ConnectionClosedError()
+    if status is DRAINING:
+        raise errors.ConnectionDrainingError()
+    if not conn.opts.reconnect:
+        raise errors.Error("nats: force_reconnect needs reconnect=True")
+    sock = conn._sock
+
+    def cut() -> None:
+        if conn._sock is sock and sock is not None:
+            conn.abort_socket(sock, None)
+
+    # Armed first: even if an interrupt lands below, the socket is cut and the
+    # reconnect happens (the status must never say reconnecting over a live socket).
+    timer = conn._owner._timers.call_later(FORCE_GRACE, cut) if sock is not None else None
+    with conn._lock:
+        live = sock is not None and conn._sock is sock and conn.status is CONNECTED
+        if live:
+            # From here on a publish goes to the reconnect buffer, not to this socket.
+            conn._set_status(RECONNECTING)
+            conn.lost_at = time.monotonic()
+    conn._retry_now.set()  # the first attempt skips reconnect_wait
+    if not live or sock is None:
+        if timer is not None:
+            timer.cancel()
+        return
+    conn._connected_event.clear()
+    if conn._is_tls:
+        conn.abort_socket(sock, None)  # TLS has no half-close: cut it
+        return
+    # Half-close: the server processes what was written, then closes its side,
+    # and the reader thread meets the end of the stream and reconnects; ``cut``
+    # ends the wait for a server that does not close. A send from now on
+    # fails, so the writer keeps its frames for the next server.
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        conn.abort_socket(sock, None)
+
+
+def force_reconnect(client: Client) -> None:
+    """Close the current connection and reconnect now (ADR-40), maybe to another server.
+
+    Subscriptions are restored and ``disconnected_cb``/``reconnected_cb`` fire
+    as for any reconnect; ``reconnect_to_server_cb`` is asked for the server.
+    Nothing published after this returns is lost: it waits in the reconnect
+    buffer for the new connection. Raises ConnectionClosedError when closed,
+    ConnectionDrainingError while draining.
+    """
+    force(client._conn)
