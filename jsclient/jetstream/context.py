@@ -29,7 +29,12 @@ from jsclient.jetstream._wire import (
     decode_api,
 )
 from jsclient.jetstream.kv._manage import KeyValueBuckets
-from jsclient.jetstream.manage.api_level import ApiLevel
+from jsclient.jetstream.manage.api_level import (
+    REQUIRED_API_LEVEL,
+    ApiLevel,
+    refused,
+    request_level,
+)
 from jsclient.jetstream.manage.consumer_admin import ConsumerAdmin
 from jsclient.jetstream.manage.stream_admin import StreamAdmin
 from jsclient.jetstream.obj._manage import ObjectStoreBuckets
@@ -116,13 +121,24 @@ class JetStream:
         subject_suffix: str,
         payload: dict[str, Any] | bytes | None = None,
         timeout: float | None = None,
+        *,
+        required: tuple[int, str] | None = None,
     ) -> dict[str, Any]:
         """Request ``<prefix>.<subject_suffix>`` and return the decoded JSON answer.
 
+        A request that needs an API level (``required``, else what
+        :func:`~.manage.api_level.request_level` finds in the subject and
+        payload) is checked against the server's level first and carries it in
+        ``Nats-Required-Api-Level`` (ADR-44); FeatureNotSupportedError either way.
         Raises the typed API error for an ``error`` answer, ServiceUnavailableError
         when nothing answers (JetStream not enabled for the account or domain) and
         TimeoutError when no answer comes in time.
         """
+        level, feature = required or request_level(subject_suffix, payload)
+        headers: dict[str, str] | None = None
+        if level > 0:
+            self._levels.require(level, feature)
+            headers = {REQUIRED_API_LEVEL: str(level)}
         subject = f"{self._prefix}.{subject_suffix}"
         if payload is None:
             data = b""
@@ -132,14 +148,19 @@ class JetStream:
             data = json.dumps(payload).encode()
         wait = self._timeout if timeout is None else timeout
         try:
-            msg = self._client.request(subject, data, timeout=wait)
+            msg = self._client.request(subject, data, timeout=wait, headers=headers)
         except errors.NoRespondersError:
             raise errors.ServiceUnavailableError(
                 code=503, description=f"JetStream not enabled (no responders on {subject})"
             )
         except errors.TimeoutError:
             raise errors.TimeoutError(f"nats: timeout waiting for the JetStream API ({subject})")
-        return decode_api(msg.data, subject)
+        try:
+            return decode_api(msg.data, subject)
+        except errors.RequiredApiLevelError as exc:
+            if level <= 0:
+                raise
+            raise refused(feature, level, self._levels.seen) from exc
 
     def _new_name(self) -> str:
         with self._nuid_lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -33,6 +34,31 @@ from jsclient.server._binary import (
     find_nats_server,
 )
 
+#: Feature flags (ADR-53) every server started without ``feature_flags=`` gets,
+#: e.g. ``js_ack_fc_v2`` or ``js_ack_fc_v2,other=false``: how a test suite runs
+#: once more against servers with a flag on.
+FEATURE_FLAGS_ENV = "JSCLIENT_TEST_SERVER_FEATURES"
+
+_FLAG_NAME = re.compile(r"[A-Za-z0-9_]+")
+_BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def feature_flags_from_env() -> dict[str, bool]:
+    """The feature flags :data:`FEATURE_FLAGS_ENV` names (``name`` or ``name=false``,
+    comma separated); ValueError for a malformed entry, so a typo fails loudly."""
+    flags: dict[str, bool] = {}
+    for item in os.environ.get(FEATURE_FLAGS_ENV, "").replace(" ", ",").split(","):
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        on = _BOOLS.get(value.strip().lower()) if sep else True
+        if not _FLAG_NAME.fullmatch(name) or on is None:
+            raise ValueError(
+                f"{FEATURE_FLAGS_ENV}: {item!r} is not a feature flag (name or name=true/false)"
+            )
+        flags[name] = on
+    return flags
+
 
 class NatsServer:
     """A ``nats-server`` child process with a generated config.
@@ -41,7 +67,10 @@ class NatsServer:
     dir that ``stop()`` removes (unless ``keep_store=True``). ``config`` is raw
     config text appended to the generated file (later keys win); ``args`` are
     extra command-line flags. ``debug=True`` turns on the server's debug and
-    protocol trace logging (see :meth:`log_text`).
+    protocol trace logging (see :meth:`log_text`). ``feature_flags`` goes to the
+    config's ``feature_flags`` block (ADR-53, server 2.14+; e.g.
+    ``{"js_ack_fc_v2": True}``); without it, the flags the environment variable
+    ``JSCLIENT_TEST_SERVER_FEATURES`` names (see :func:`feature_flags_from_env`).
     """
 
     def __init__(
@@ -66,6 +95,7 @@ class NatsServer:
         cluster_name: str | None = None,
         server_name: str | None = None,
         keep_store: bool = False,
+        feature_flags: Mapping[str, bool] | None = None,
     ) -> None:
         if (user is None) != (password is None):
             raise ValueError("user and password must be given together")
@@ -98,6 +128,13 @@ class NatsServer:
             a.split("=", 1)[0] in ("-n", "--name", "--server_name") for a in self._args
         )
         self._keep_store = keep_store
+        flags = feature_flags_from_env() if feature_flags is None else dict(feature_flags)
+        for name, on in flags.items():
+            if not (isinstance(name, str) and _FLAG_NAME.fullmatch(name)):
+                raise ValueError(f"invalid feature flag name {name!r}")
+            if not isinstance(on, bool):
+                raise TypeError(f"feature flag {name!r} must be True or False, not {on!r}")
+        self._feature_flags = flags
 
         self._lock = threading.RLock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -168,6 +205,11 @@ class NatsServer:
     @property
     def server_name(self) -> str:
         return self._server_name
+
+    @property
+    def feature_flags(self) -> dict[str, bool]:
+        """The feature flags written into the config (empty: the server's defaults)."""
+        return dict(self._feature_flags)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -313,6 +355,10 @@ class NatsServer:
             lines.append(f"cluster {{ name: {_q(self._cluster_name)} }}")
         if self._jetstream:
             lines.append(f"jetstream {{ store_dir: {_q(str(self.store_dir))} }}")
+        if self._feature_flags:
+            lines.append("feature_flags {")
+            lines += [f"  {k}: {'true' if v else 'false'}" for k, v in self._feature_flags.items()]
+            lines.append("}")
         lines += self._auth_lines()
         if self._tls is not None:
             t = self._tls

@@ -35,6 +35,7 @@ from jsclient import errors
 from jsclient.api import ConsumerInfo, RawStreamMsg
 from jsclient.jetstream.consume.consumer import Consumer
 from jsclient.jetstream.consume.priority import check_group_name
+from jsclient.jetstream.manage.api_level import consumer_level
 from jsclient.jetstream.manage.names import (
     ConsumerConfigLike,
     check_consumer_name,
@@ -77,16 +78,11 @@ def _parse_time(value: Any) -> _dt.datetime:
 
 
 def needed_level(cfg: Any) -> tuple[int, str]:
-    """The API level a consumer config needs, and the feature needing it (0, "": none)."""
-    policy = getattr(cfg, "priority_policy", None)
-    policy = str(getattr(policy, "value", policy) or "none")
-    if policy == "prioritized":
-        return LEVEL_PRIORITIZED, "the prioritized priority policy"
-    if policy != "none" or getattr(cfg, "priority_groups", None):
-        return LEVEL_PRIORITY_GROUPS, "consumer priority groups"
-    if getattr(cfg, "pause_until", None):
-        return LEVEL_PAUSE, "consumer pause_until"
-    return 0, ""
+    """The API level a consumer config needs, and the feature needing it (0, "": none).
+
+    The same computation the request's ``Nats-Required-Api-Level`` header comes from.
+    """
+    return consumer_level(cfg.as_dict())
 
 
 class ConsumerAdmin:

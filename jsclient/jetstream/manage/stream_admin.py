@@ -4,7 +4,10 @@
 rest delegate to it. Each call is one request (``STREAM.CREATE.<name>``,
 ``STREAM.UPDATE``, ``STREAM.INFO``, ``STREAM.DELETE``; ``STREAM.LIST`` and
 ``STREAM.NAMES`` page by page); the handle it returns is
-:class:`~jsclient.jetstream.manage.stream.Stream`.
+:class:`~jsclient.jetstream.manage.stream.Stream`. A config with fields of a
+newer server (``allow_msg_ttl``, ``persist_mode="async"``, ...) is checked
+against the server's API level and sent with ``Nats-Required-Api-Level`` by
+the context's ``_api_request`` (:mod:`.api_level` says which level).
 """
 
 from __future__ import annotations
