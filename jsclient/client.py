@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _fork, _impl, _reconnect, _request, errors
+from jsclient._client_state import ClientState
 from jsclient._mux import RequestMux
-from jsclient.contexts import jetstream_defaults
 from jsclient._outbound import Outbound
 from jsclient._request_many import request_many as _request_many
 from jsclient._subtable import SubTable, check_open
@@ -22,11 +22,11 @@ from jsclient.connection import (
     CONNECTED,
     DRAINING,
     FORKED,
-    RECONNECTING,
     Connection,
     Options,
     err_to_exception,
 )
+from jsclient.contexts import jetstream_defaults
 from jsclient.msg import Msg
 from jsclient.protocol import headers as _headers
 from jsclient.subscription import Subscription
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 _QUEUED = _impl.writer.QUEUED
 
 
-class Client:
+class Client(ClientState):
     """A connection to NATS. Create it with :func:`jsclient.connect`."""
 
     def __init__(self, opts: Options) -> None:
@@ -101,9 +101,11 @@ class Client:
     # -- context manager ----------------------------------------------------
 
     def __enter__(self) -> Client:
+        """``with jsclient.connect(...) as nc``: the client itself."""
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Drains the connection (closes it if draining fails)."""
         if self.is_closed:
             return
         if self._conn.status is FORKED or self._conn.pid != os.getpid():
@@ -116,64 +118,8 @@ class Client:
         except errors.Error:
             self.close()
 
-    # -- properties ---------------------------------------------------------
-
-    @property
-    def is_connected(self) -> bool:
-        return self._conn.status is CONNECTED
-
-    @property
-    def _lost_at(self) -> float:
-        return self._conn.lost_at  # time.monotonic() of the latest lost socket (0.0: none yet)
-
-    @property
-    def is_closed(self) -> bool:
-        return self._conn.status is CLOSED
-
-    @property
-    def is_reconnecting(self) -> bool:
-        return self._conn.status is RECONNECTING
-
-    @property
-    def is_draining(self) -> bool:
-        return self._conn.status is DRAINING
-
-    @property
-    def connected_url(self) -> str | None:
-        return self._conn.connected_url if self.is_connected else None
-
-    @property
-    def server_info(self) -> dict[str, Any]:
-        return dict(self._conn.server_info)
-
-    @property
-    def max_payload(self) -> int:
-        return self._conn.max_payload
-
-    @property
-    def servers(self) -> list[str]:
-        return [s.url for s in self._conn.pool]
-
-    @property
-    def discovered_servers(self) -> list[str]:
-        return [s.url for s in self._conn.pool if s.discovered]
-
-    @property
-    def stats(self) -> dict[str, int]:
-        return {
-            "in_msgs": int(self._conn.rs.in_msgs),
-            "out_msgs": self._conn.out_msgs,
-            "in_bytes": int(self._conn.rs.in_bytes),
-            "out_bytes": self._conn.out_bytes,
-            "reconnects": self._conn.reconnects,
-        }
-
-    @property
-    def pending_data_size(self) -> int:
-        """Bytes queued for the socket and not yet written."""
-        return self._conn.pending_bytes()
-
     def new_inbox(self) -> str:
+        """A unique subject under the connection's ``inbox_prefix``, for replies."""
         return f"{self._opts.inbox_prefix}.{self._nuid.next().decode()}"
 
     def _next_id(self) -> str:

@@ -195,9 +195,11 @@ class Subscription(SubState):
             raise end.error or errors.BadSubscriptionError("nats: subscription closed") from None
 
     def __iter__(self) -> Iterator[Msg]:
+        """Messages as they come, blocking; ends when unsubscribed, drained or closed."""
         return self
 
     def __next__(self) -> Msg:
+        """The next message (waits without a limit); StopIteration at the end."""
         while True:
             try:
                 return self._take(_POLL)
@@ -235,6 +237,7 @@ class Subscription(SubState):
 
     @property
     def pending_bytes(self) -> int:
+        """Payload bytes received and not yet handed to the user."""
         return max(0, self._in_bytes - self._out_bytes)
 
     @property
@@ -244,10 +247,12 @@ class Subscription(SubState):
 
     @property
     def dropped(self) -> int:
+        """Messages dropped because the pending limits were reached (slow consumer)."""
         return self._dropped
 
     @property
     def is_closed(self) -> bool:
+        """True once unsubscribed, drained, or its connection closed."""
         return self._closed
 
     def unsubscribe(self, limit: int = 0) -> None:

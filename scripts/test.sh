@@ -12,7 +12,8 @@
 # The jobs after lint run in two lanes side by side (most tests wait on a
 # server or a timeout, so two lanes keep the machine's two cores busy): lane 1
 # runs the full suite with the speedups, lane 2 the pure-Python one, the
-# benchmark smoke run and the wheel test. Meanwhile a builder at a lower CPU
+# JetStream part against js_ack_fc_v2 servers (ADR-53), the benchmark smoke
+# run and the wheel test. Meanwhile a builder at a lower CPU
 # priority makes the other Pythons' venvs with the CPU the suites leave idle.
 # Then both lanes take the other Pythons' quick suites, then their wheel
 # tests, from one queue, whichever lane is free first, so that neither lane
@@ -35,11 +36,22 @@ SUITE_ARGS=("$@")
 # The other supported Pythons: a quick suite with the speedups, and the wheel
 # test built with that Python.
 QUICK=(tests/unit tests/equivalence tests/integration/test_core_pubsub.py
-       tests/integration/test_pull_fetch.py tests/integration/test_pull_subscribe.py
-       tests/integration/test_push_subscribe.py tests/integration/test_js_publish.py
+       tests/integration/test_pull_fetch.py tests/integration/test_js_publish.py
        tests/integration/test_fork.py tests/integration/test_read_leader.py
-       tests/integration/test_io_core.py tests/integration/test_write_queue.py
-       tests/integration/test_bench_runner.py tests/django)
+       tests/integration/test_write_queue.py tests/integration/test_bench_runner.py
+       tests/django)
+# ADR-53: the JetStream part of the suite once more, with the speedups, against
+# servers with the v2 ACK and flow-control subjects on (feature flag
+# js_ack_fc_v2, nats-server 2.14+; jsclient.server.NatsServer reads
+# JSCLIENT_TEST_SERVER_FEATURES). The nats-py interop files stay out: nats-py
+# cannot read v2 ack subjects.
+JS_V2=(tests/integration/test_{js_acks,js_batch,js_manage,js_messages,js_publish,kv,kv_watch}.py
+       tests/integration/test_{obj,obj_read,obj_watch,ordered,priority,pull_consume}.py
+       tests/integration/test_{pull_fetch,pull_subscribe,push_subscribe,consumer_deleter}.py
+       tests/integration/test_{consumer_lifecycle,direct_batch,read_leader,scan_bounds}.py
+       tests/integration/test_{ack_fc_v2,api_level_header,persist_mode,fork,interrupts}.py
+       tests/integration/test_{thread_safety,user_code_base_exceptions}.py
+       tests/spark/test_spark_read.py)
 OTHER_PYTHONS=(3.12 3.13 3.14 3.15)
 
 # job NAME CMD...: run CMD with its output in $LOGS/NAME.log; record its status.
@@ -210,6 +222,8 @@ lane1() {
 
 lane2() {
     job "pytest-python" suite python
+    job "jetstream-v2" env JSCLIENT_TEST_SERVER_FEATURES=js_ack_fc_v2 JSCLIENT_IMPL=c \
+        python -m pytest -q "${JS_V2[@]}"
     job "benchmarks-smoke" python -m pytest -q benchmarks --benchmark-disable
     job "wheel-$(python -c 'import platform; print(platform.python_version())')" \
         python -m pytest -q -m wheel tests/packaging
