@@ -345,7 +345,9 @@ class Writer:
                 # queued from now on is written below or wakes us again.
                 work = wq.rekick(True)
                 sock = link._sock
-                if not work or sock is None:
+                # Over TLS the reader thread writes (a reconnect may have moved
+                # the connection from a plain server to a TLS one).
+                if not work or sock is None or link._is_tls:
                     if link.status is CLOSED:
                         return
                     ev.take(WAIT_SLICE)

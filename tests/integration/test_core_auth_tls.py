@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import ssl
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -312,3 +313,57 @@ def test_tls_stale_connection_detected(
         os.kill(pid, signal.SIGCONT)
     assert core_events.reconnected.wait(10)
     _roundtrip(nc, "tls.stale")
+
+
+def test_reconnect_from_a_plain_server_to_a_tls_one(
+    nats_server_factory: NatsServerFactory,
+    core_connect: CoreConnect,
+    core_events: CoreEvents,
+    core_tls_files: TLSFiles,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The pool mixes a plain server and one that requires TLS (trusted through
+    # the default context: SSL_CERT_FILE). After the move to TLS only the reader
+    # thread may write: the flusher started for the plain socket must stay off it.
+    monkeypatch.setenv("SSL_CERT_FILE", core_tls_files.ca_file)
+    plain = nats_server_factory(jetstream=False)
+    secure = nats_server_factory(jetstream=False, tls=core_tls_files.server_config())
+    nc = core_connect(
+        [plain.url, f"tls://127.0.0.1:{secure.port}"],
+        dont_randomize=True,
+        reconnect_wait=0.1,
+        reconnect_jitter_tls=0.0,
+        **core_events.kwargs(),
+    )
+    assert not isinstance(nc._conn._sock, ssl.SSLSocket)
+    assert nc._conn.writer.thread is not None  # the flusher runs for the plain socket
+    plain.kill()
+    assert core_events.reconnected.wait(10)
+    assert isinstance(nc._conn._sock, ssl.SSLSocket)
+    writer = nc._conn.writer
+    flusher_writes: list[str] = []
+    write = writer.write
+
+    def watched_write() -> None:  # Writer.write: what the flusher thread calls
+        if nc._conn._is_tls:
+            flusher_writes.append(threading.current_thread().name)
+        write()
+
+    monkeypatch.setattr(writer, "write", watched_write)
+    # The flusher looks at the queue every wait slice: make that often, so
+    # that it finds frames queued over TLS if it would write them.
+    monkeypatch.setattr("jsclient._io.writer.WAIT_SLICE", 0.001)
+    sub = nc.subscribe("mixed.bulk")
+    nc.flush(timeout=5)
+    sent = 0
+    until = time.monotonic() + 2.5
+    while time.monotonic() < until:
+        for _ in range(50):  # at most ~25k in all: within the pending limits
+            nc.publish("mixed.bulk", b"%d" % sent)
+            sent += 1
+        time.sleep(0.005)
+    got = [sub.next_msg(timeout=10).data for _ in range(sent)]
+    assert got == [b"%d" % i for i in range(sent)]
+    assert flusher_writes == []
+    assert not core_events.errors
+    assert nc.is_connected and nc._conn.reconnects == 1
