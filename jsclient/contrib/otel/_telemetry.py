@@ -1,0 +1,448 @@
+"""The instrumentation's state and its span, metric and propagation helpers.
+
+One :class:`Telemetry` exists while instrumented (``ACTIVE``); the wrappers in
+:mod:`._patches` read it on every call, so a callback wrapped before
+``uninstrument()`` runs the plain callback afterwards.
+
+Names follow the OpenTelemetry messaging semantic conventions of
+opentelemetry-semantic-conventions 0.66b2 (schema 1.44.0). NATS-specific
+attributes share the ``messaging.nats.`` prefix; ``messaging.nats.message.subject``
+and ``messaging.nats.message.reply_to`` are nats.net's names.
+
+Nesting: a wrapped operation sets ``NESTED`` while it runs, so the library
+calls it makes (``js.publish`` makes a ``request``; a KV put makes a
+``js.publish``) add no span of their own, and only carry the outer span's
+context in their headers. ``INTERNAL`` marks the library's own traffic
+(JetStream API requests): no span, no headers.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.trace import Link, Span, Status, StatusCode
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+log = logging.getLogger("jsclient.contrib.otel")
+
+SEMCONV_VERSION = "1.44.0"
+
+# The conventions' names, spelled out: the semconv package keeps the messaging
+# ones in its unstable ``_incubating`` modules, which move between releases
+# (tests/integration/test_otel.py checks them against the installed package).
+SYSTEM = "messaging.system"
+DEST = "messaging.destination.name"
+DEST_TEMPLATE = "messaging.destination.template"
+DEST_TEMPORARY = "messaging.destination.temporary"
+OP_TYPE = "messaging.operation.type"
+OP_NAME = "messaging.operation.name"
+BODY_SIZE = "messaging.message.body.size"
+MSG_ID = "messaging.message.id"
+GROUP = "messaging.consumer.group.name"
+BATCH_COUNT = "messaging.batch.message_count"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+ERROR_TYPE = "error.type"
+SENT_MESSAGES = "messaging.client.sent.messages"
+CONSUMED_MESSAGES = "messaging.client.consumed.messages"
+OPERATION_DURATION = "messaging.client.operation.duration"
+PROCESS_DURATION = "messaging.process.duration"
+# NATS-specific (nats.net has the first two).
+SUBJECT = "messaging.nats.message.subject"
+REPLY_TO = "messaging.nats.message.reply_to"
+STREAM = "messaging.nats.stream.name"
+CONSUMER = "messaging.nats.consumer.name"
+STREAM_SEQ = "messaging.nats.message.stream_sequence"
+DELIVERED = "messaging.nats.message.delivery_count"
+DUPLICATE = "messaging.nats.message.duplicate"
+
+SEND = "send"
+RECEIVE = "receive"
+PROCESS = "process"
+SETTLE = "settle"
+
+NESTED: contextvars.ContextVar[bool] = contextvars.ContextVar("jsclient_otel_nested", default=False)
+INTERNAL: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "jsclient_otel_internal", default=False
+)
+
+#: Subjects of the library's own traffic: JetStream API, acks, flow control, service discovery.
+_INTERNAL_PREFIXES = ("$JS.", "$SRV.", "$SYS.")
+
+ACTIVE: Telemetry | None = None
+
+
+class Telemetry:
+    """Tracer, meter instruments and the per-operation helpers."""
+
+    def __init__(
+        self, tracer_provider: TracerProvider | None, meter_provider: MeterProvider | None
+    ) -> None:
+        from opentelemetry import metrics
+
+        from jsclient._version import __version__
+
+        self.tracer = trace.get_tracer(
+            "jsclient.contrib.otel",
+            __version__,
+            tracer_provider,
+            schema_url=f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}",
+        )
+        meter = metrics.get_meter(
+            "jsclient.contrib.otel",
+            __version__,
+            meter_provider,
+            schema_url=f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}",
+        )
+        self.sent: Any
+        self.consumed: Any
+        provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
+        if isinstance(provider, metrics.NoOpMeterProvider):
+            self.sent = meter.create_counter(SENT_MESSAGES, "{message}", "Messages sent")
+            self.consumed = meter.create_counter(
+                CONSUMED_MESSAGES, "{message}", "Messages handed to the application"
+            )
+        else:
+            self.sent = Tally()
+            self.consumed = Tally()
+            meter.create_observable_counter(
+                SENT_MESSAGES, [self.sent.observe], "{message}", "Messages sent"
+            )
+            meter.create_observable_counter(
+                CONSUMED_MESSAGES,
+                [self.consumed.observe],
+                "{message}",
+                "Messages handed to the application",
+            )
+        self.op_duration = meter.create_histogram(
+            OPERATION_DURATION,
+            "s",
+            "Duration of publish-to-ack and request-to-reply",
+        )
+        self.process_duration = meter.create_histogram(
+            PROCESS_DURATION, "s", "Duration of processing one message"
+        )
+        self.drops_roots = drops_roots(tracer_provider)
+        # (op, subject, span dest, metric dest, server url) -> span name, span and
+        # metric attributes: a publish loop on one subject builds them once.
+        self._shapes: dict[tuple[Any, ...], tuple[str, dict[str, Any], dict[str, Any]]] = {}
+        self._metric_shapes: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def process_metrics(
+        self, client: Any, msg: Any, dest: str | None, metric_dest: str | None
+    ) -> dict[str, Any]:
+        """The metric attributes of a process whose span is not made (shared: copy before
+        changing): ``metric_dest``, else the message's stream, else ``dest``; none for an inbox."""
+        if metric_dest is None:
+            metric_dest = stream_of(msg) or dest
+        key = (PROCESS, metric_dest)
+        m_attrs = self._metric_shapes.get(key)
+        if m_attrs is None:
+            temporary = metric_dest is not None and is_inbox(client, metric_dest)
+            m_attrs = metric_attrs(PROCESS, PROCESS, None if temporary else metric_dest)
+            if len(self._metric_shapes) >= _MAX_SHAPES:
+                self._metric_shapes.clear()
+            self._metric_shapes[key] = m_attrs
+        return m_attrs
+
+    def metric_shape(
+        self,
+        client: Any,
+        op_name: str,
+        subject: str,
+        span_dest: str | None,
+        metric_dest: str | None,
+    ) -> dict[str, Any]:
+        """The metric attributes of a send whose span is not made (shared: copy before changing)."""
+        try:
+            prefix = client._opts.inbox_prefix
+        except AttributeError:
+            prefix = "_INBOX"
+        key = (op_name, subject, span_dest, metric_dest, prefix)
+        m_attrs = self._metric_shapes.get(key)
+        if m_attrs is None:
+            temporary = subject.startswith(prefix + ".")
+            name_dest = subject if span_dest is None or temporary else span_dest
+            m_dest = None if temporary else (metric_dest or name_dest)
+            m_attrs = metric_attrs(SEND, op_name, m_dest)
+            if len(self._metric_shapes) >= _MAX_SHAPES:
+                self._metric_shapes.clear()
+            self._metric_shapes[key] = m_attrs
+        return m_attrs
+
+    def send_shape(
+        self,
+        client: Any,
+        op_name: str,
+        subject: str,
+        span_dest: str | None,
+        metric_dest: str | None,
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """The span name, base span attributes and metric attributes of a send (shared: copy
+        before changing)."""
+        try:
+            url = client.connected_url
+        except Exception:
+            url = None
+        key = (op_name, subject, span_dest, metric_dest, url)
+        shape = self._shapes.get(key)
+        if shape is None:
+            temporary = is_inbox(client, subject)
+            dest = None if temporary else subject
+            attrs = base_attrs(client, SEND, op_name, dest)
+            if temporary:
+                attrs[REPLY_TO] = subject
+            name_dest = dest if span_dest is None or temporary else span_dest
+            m_dest = None if temporary else (metric_dest or name_dest)
+            shape = (span_name(op_name, name_dest), attrs, metric_attrs(SEND, op_name, m_dest))
+            if len(self._shapes) >= _MAX_SHAPES:
+                self._shapes.clear()  # many subjects: rebuilt on use, memory stays bounded
+            self._shapes[key] = shape
+        return shape
+
+
+_MAX_SHAPES = 1024
+
+
+class Tally:
+    """Message counts kept here, reported by an asynchronous (observable) counter.
+
+    The SDK's synchronous ``Counter.add`` costs about 2.7 µs a call, more than
+    a publish; counting here is a short lock and a dict update, and the SDK
+    reads the totals when it collects. Exported the same way (a cumulative
+    monotonic sum per attribute set). Keys are the attribute items, bounded as
+    the attributes are (docs/otel.md, Metrics).
+    """
+
+    __slots__ = ("_counts", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[tuple[str, Any], ...], int] = {}
+
+    def add(self, n: int, attrs: Mapping[str, Any]) -> None:
+        key = tuple(attrs.items())
+        with self._lock:
+            self._counts[key] = self._counts.get(key, 0) + n
+
+    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            counts = list(self._counts.items())
+        merged: dict[frozenset[tuple[str, Any]], int] = {}
+        for key, n in counts:  # the same attributes in another order: one series
+            fk = frozenset(key)
+            merged[fk] = merged.get(fk, 0) + n
+        return [Observation(n, dict(fk)) for fk, n in merged.items()]
+
+
+def drops_roots(tracer_provider: Any) -> bool:
+    """True when the provider's sampler drops every root span (no span would be recorded
+    for a message sent outside a trace): a no-op provider, ``AlwaysOff`` or
+    ``ParentBased(AlwaysOff)``. Read from the sampler's public description."""
+    provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
+    if isinstance(provider, trace.NoOpTracerProvider):
+        return True
+    sampler = getattr(provider, "sampler", None)
+    if sampler is None:
+        return False
+    try:
+        desc = str(sampler.get_description())
+    except Exception:
+        return False
+    return desc == "AlwaysOffSampler" or desc.startswith("ParentBased{root:AlwaysOffSampler,")
+
+
+try:  # the keys is_instrumentation_enabled() reads, read here from one context lookup
+    from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
+
+    _SUPPRESS_KEYS: tuple[str, ...] | None = (
+        _SUPPRESS_INSTRUMENTATION_KEY,
+        "suppress_instrumentation",
+    )
+except ImportError:  # pragma: no cover - a future API without it: the public helper
+    _SUPPRESS_KEYS = None
+
+
+def active() -> Telemetry | None:
+    """The telemetry, or None when not instrumented or suppressed in this context."""
+    t = ACTIVE
+    if t is None or INTERNAL.get() or not is_instrumentation_enabled():
+        return None
+    return t
+
+
+def active_in() -> tuple[Telemetry, otel_context.Context] | None:
+    """``active()`` and the current context, read once (the per-message paths)."""
+    t = ACTIVE
+    if t is None or INTERNAL.get():
+        return None
+    ctx = otel_context.get_current()
+    if _SUPPRESS_KEYS is None:
+        if not is_instrumentation_enabled():
+            return None
+    elif ctx.get(_SUPPRESS_KEYS[0]) or ctx.get(_SUPPRESS_KEYS[1]):
+        return None
+    return t, ctx
+
+
+def internal_subject(client: Any, subject: str) -> bool:
+    """True for the library's own subjects: API, acks, and the client's inboxes."""
+    if subject.startswith(_INTERNAL_PREFIXES):
+        return True
+    return is_inbox(client, subject)
+
+
+def is_inbox(client: Any, subject: str) -> bool:
+    try:
+        prefix: str = client._opts.inbox_prefix
+    except AttributeError:
+        prefix = "_INBOX"
+    return subject.startswith(prefix + ".")
+
+
+@lru_cache(maxsize=64)
+def _server(url: str) -> tuple[str, int] | None:
+    try:
+        parts = urlsplit(url)
+        return (parts.hostname or "", parts.port or 4222)
+    except ValueError:
+        return None
+
+
+def base_attrs(client: Any, op_type: str, op_name: str, dest: str | None) -> dict[str, Any]:
+    """The attributes every span has; ``dest`` None for a temporary destination."""
+    attrs: dict[str, Any] = {SYSTEM: "nats", OP_TYPE: op_type, OP_NAME: op_name}
+    if dest is None:
+        attrs[DEST_TEMPORARY] = True
+    else:
+        attrs[DEST] = dest
+    try:
+        url = client.connected_url
+    except Exception:  # a forked child, a closed connection
+        url = None
+    if url:
+        server = _server(url)
+        if server is not None:
+            attrs[SERVER_ADDRESS], attrs[SERVER_PORT] = server
+    return attrs
+
+
+def metric_attrs(op_type: str, op_name: str, dest: str | None) -> dict[str, Any]:
+    """Bounded-cardinality attributes: no inboxes, no message ids, no sequences."""
+    attrs: dict[str, Any] = {SYSTEM: "nats", OP_TYPE: op_type, OP_NAME: op_name}
+    if dest is not None:
+        attrs[DEST] = dest
+    return attrs
+
+
+def span_name(op_name: str, dest: str | None) -> str:
+    return op_name if dest is None else f"{op_name} {dest}"
+
+
+def fail(span: Span, exc: BaseException, attrs: dict[str, Any] | None = None) -> None:
+    """Record ``exc`` on ``span`` (and its type in ``attrs``, the metric's attributes)."""
+    kind = type(exc).__qualname__
+    span.record_exception(exc)
+    span.set_status(Status(StatusCode.ERROR, str(exc) or kind))
+    span.set_attribute(ERROR_TYPE, kind)
+    if attrs is not None:
+        attrs[ERROR_TYPE] = kind
+
+
+def inject(headers: Mapping[str, Any] | None, span: Span | None = None) -> Any:
+    """A copy of ``headers`` with the current (or ``span``'s) trace context added.
+
+    The caller's mapping is never changed. With no valid context to send (no
+    span, or a root span dropped by the sampler) the headers come back as
+    they were, so a message without headers stays without them.
+    """
+    ctx = None
+    if span is not None:
+        if not span.is_recording() and not trace.get_current_span().get_span_context().is_valid:
+            return headers
+        ctx = trace.set_span_in_context(span)
+    elif not trace.get_current_span().get_span_context().is_valid:
+        return headers
+    carrier: dict[str, Any] = dict(headers) if headers else {}
+    propagate.inject(carrier, ctx)
+    return carrier
+
+
+def extract(msg: Any) -> otel_context.Context | None:
+    """The producer's context from a message's headers, or None."""
+    if getattr(msg, "_hdr", None) is None:
+        return None
+    try:
+        hdrs = msg.headers
+    except Exception:
+        return None
+    if not hdrs or ("traceparent" not in hdrs and "Traceparent" not in hdrs):
+        return None
+    return propagate.extract(hdrs, otel_context.Context())
+
+
+def link_of(msg: Any) -> Link | None:
+    ctx = extract(msg)
+    if ctx is None:
+        return None
+    sc = trace.get_current_span(ctx).get_span_context()
+    return Link(sc) if sc.is_valid else None
+
+
+def msg_attrs(attrs: dict[str, Any], msg: Any) -> None:
+    """Message attributes: body size, id, subject, and JetStream delivery metadata."""
+    try:
+        attrs[BODY_SIZE] = len(msg.data)
+        if msg._hdr is not None:
+            hdrs = msg.headers or {}
+            mid = hdrs.get("Nats-Msg-Id")
+            if mid:
+                attrs[MSG_ID] = mid
+        reply = msg.reply
+        if reply and reply.startswith("$JS.ACK."):
+            meta = msg.metadata
+            attrs[STREAM] = meta.stream
+            attrs[CONSUMER] = meta.consumer
+            attrs[STREAM_SEQ] = meta.sequence.stream
+            attrs[DELIVERED] = meta.num_delivered
+    except Exception:  # a malformed ack subject: the span goes without
+        log.debug("jsclient otel: no metadata for %r", msg, exc_info=True)
+
+
+def stream_of(msg: Any) -> str | None:
+    """The stream of a JetStream message (from its ack subject), else None."""
+    reply = msg.reply
+    if reply and reply.startswith("$JS.ACK."):
+        try:
+            stream: str = msg.metadata.stream
+            return stream
+        except Exception:
+            return None
+    return None
+
+
+def now() -> float:
+    return time.perf_counter()
+
+
+def guarded(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run an instrumentation step; its failure is logged, never raised to the user."""
+    try:
+        return fn(*args)
+    except Exception:
+        log.warning("jsclient otel: instrumentation step failed", exc_info=True)
+        return None
