@@ -37,6 +37,7 @@ class Core(Protocol):
     _drainables: weakref.WeakSet[Any]
     _subs: dict[int, Any]
     _subject_cache: dict[str, bytes]
+
     @property
     def _out(self) -> _Replies: ...
 

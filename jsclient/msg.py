@@ -181,6 +181,7 @@ class Msg(MsgBase):
 
     @property
     def is_acked(self) -> bool:
+        """True once a terminal ack (``ack``, ``ack_sync``, ``nak``, ``term``) was sent."""
         return self._ack_state() == ACK_DONE
 
     def _ack_state(self) -> int:

@@ -22,6 +22,7 @@ class SubscribeError(JetStreamError):
 
     @property
     def id(self) -> str:
+        """``SUB-<code>``: the stable identifier of this refusal."""
         return f"SUB-{self.code}"
 
     def __str__(self) -> str:

@@ -143,6 +143,7 @@ class PingResponse:
     metadata: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ADR-32 JSON object (a dict with the wire's keys)."""
         return {
             "type": self.type,
             "name": self.name,
@@ -153,6 +154,7 @@ class PingResponse:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PingResponse:
+        """Parse the ADR-32 JSON object (extra keys are ignored)."""
         return cls(d["type"], d["name"], d["id"], d["version"], _meta(d.get("metadata")))
 
 
@@ -166,6 +168,7 @@ class EndpointInfo:
     metadata: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ADR-32 JSON object (a dict with the wire's keys)."""
         return {
             "name": self.name,
             "subject": self.subject,
@@ -175,6 +178,7 @@ class EndpointInfo:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EndpointInfo:
+        """Parse the ADR-32 JSON object (extra keys are ignored)."""
         return cls(d["name"], d["subject"], _queue(d.get("queue_group")), _meta(d.get("metadata")))
 
 
@@ -191,6 +195,7 @@ class ServiceInfo:
     endpoints: list[EndpointInfo] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ADR-32 JSON object (a dict with the wire's keys)."""
         return {
             "type": self.type,
             "name": self.name,
@@ -203,6 +208,7 @@ class ServiceInfo:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ServiceInfo:
+        """Parse the ADR-32 JSON object (extra keys are ignored)."""
         return cls(
             d["type"],
             d["name"],
@@ -229,6 +235,7 @@ class EndpointStats:
     data: Any = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The ADR-32 JSON object (a dict with the wire's keys)."""
         return {
             "name": self.name,
             "subject": self.subject,
@@ -244,6 +251,7 @@ class EndpointStats:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EndpointStats:
+        """Parse the ADR-32 JSON object (extra keys are ignored)."""
         return cls(
             d["name"],
             d["subject"],
@@ -270,6 +278,7 @@ class ServiceStats:
     endpoints: list[EndpointStats] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ADR-32 JSON object (a dict with the wire's keys)."""
         return {
             "type": self.type,
             "name": self.name,
@@ -282,6 +291,7 @@ class ServiceStats:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ServiceStats:
+        """Parse the ADR-32 JSON object (extra keys are ignored)."""
         return cls(
             d["type"],
             d["name"],

@@ -100,6 +100,11 @@ class _Adder:
     ) -> Endpoint:
         """Serve ``handler`` on ``subject`` (default: the name) under this prefix.
 
+        ``handler(request)`` runs on the endpoint's handler threads
+        (``jsclient-svc-<service>-<endpoint>-<i>``, ``threads`` of them), never
+        on the socket reader; a handler that raises answers 500 and the thread
+        goes on.
+
         Returns once the subscription reached the server. ``queue_group``:
         ``...`` inherits, None subscribes without one. ``threads``: None is
         the service's.
@@ -143,10 +148,12 @@ class Group(_Adder):
 
     @property
     def prefix(self) -> str:
+        """The subject prefix of this group's endpoints (``v1`` for ``v1.<endpoint>``)."""
         return self._prefix
 
     @property
     def queue_group(self) -> str | None:
+        """The queue group of this group's endpoints, or None for plain subscriptions."""
         return self._queue_group
 
 
@@ -220,18 +227,22 @@ class Service(_Adder):
 
     @property
     def id(self) -> str:
+        """This instance's id (a NUID), as discovery reports it."""
         return self._id
 
     @property
     def name(self) -> str:
+        """The service's name."""
         return self._name
 
     @property
     def version(self) -> str:
+        """The service's version (semantic versioning)."""
         return self._version
 
     @property
     def description(self) -> str:
+        """The service's description (empty when none was given)."""
         return self._description
 
     @property
@@ -241,15 +252,18 @@ class Service(_Adder):
 
     @property
     def api_prefix(self) -> str:
+        """The prefix of the discovery subjects (``$SRV``)."""
         return self._api_prefix
 
     @property
     def endpoints(self) -> list[Endpoint]:
+        """A copy of the list of the service's endpoints."""
         with self._lock:
             return list(self._endpoints)
 
     @property
     def stopped(self) -> bool:
+        """True once ``stop()`` ran."""
         return self._stopped
 
     # -- endpoints ------------------------------------------------------------
@@ -274,6 +288,7 @@ class Service(_Adder):
     # -- info and statistics ----------------------------------------------------
 
     def info(self) -> ServiceInfo:
+        """The service's :class:`ServiceInfo`, as ``$SRV.INFO`` answers it."""
         return ServiceInfo(
             INFO_RESPONSE_TYPE,
             self._name,

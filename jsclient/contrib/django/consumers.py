@@ -56,6 +56,7 @@ class ConsumerSpec:
 
     @property
     def handler_path(self) -> str:
+        """The handler's ``module.qualname``, for logs and duplicate checks."""
         h = self.handler
         return f"{getattr(h, '__module__', '?')}.{getattr(h, '__qualname__', repr(h))}"
 

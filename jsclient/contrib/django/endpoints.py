@@ -50,10 +50,12 @@ class EndpointSpec:
 
     @property
     def key(self) -> str:
+        """``<service>.<name>``: the name ``--endpoint`` selects and the registry's key."""
         return f"{self.service}.{self.name}"
 
     @property
     def handler_path(self) -> str:
+        """The handler's ``module.qualname``, for logs and duplicate checks."""
         h = self.handler
         return f"{getattr(h, '__module__', '?')}.{getattr(h, '__qualname__', repr(h))}"
 

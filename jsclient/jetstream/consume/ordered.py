@@ -135,6 +135,7 @@ class OrderedConsumer:
 
     @property
     def cached_info(self) -> ConsumerInfo | None:
+        """The info of the current server-side consumer as last fetched, or None."""
         return self._cached_info
 
     def info(self) -> ConsumerInfo:
@@ -291,11 +292,20 @@ class OrderedConsumer:
     def fetch_bytes(
         self, max_bytes: int, *, expires: float = 30.0, heartbeat: float | None = None
     ) -> OrderedBatch:
+        """One pull of up to ``max_bytes`` bytes of messages, in stream order.
+
+        Like :meth:`fetch`, bounded in bytes instead of messages; the batch ends
+        when full or after ``expires`` seconds (a missed ``heartbeat`` ends it early).
+        """
         limit = positive_int("max_bytes", max_bytes)
         hb = fetch_heartbeat(expires, heartbeat)
         return self._start_batch(lambda e: FetchBatch(e, 1_000_000, limit, expires, hb), expires)
 
     def fetch_no_wait(self, max_messages: int = 100) -> OrderedBatch:
+        """One pull of what is there now (up to ``max_messages``), in stream order.
+
+        Ends at once when nothing is pending; bounded by the context's timeout.
+        """
         n = positive_int("max_messages", max_messages)
         return self._start_batch(lambda e: FetchBatch(e, n, 0, 0.0, 0.0, True), self._js._timeout)
 

@@ -209,6 +209,13 @@ class PullConsumerMixin:
     ) -> ConsumeContext:
         """Pull continuously and run ``callback(msg)`` on a dispatcher thread.
 
+        The callback runs on this consume's own thread
+        (``jsclient-consume-<consumer>``), one message at a time, never on the
+        socket reader; an exception it raises is logged (and sent to
+        ``error_cb``) and the next message follows. Returns a
+        ``ConsumeContext`` (``stop()``, ``drain()``, ``wait()``); priority
+        options a consumer does not allow raise before anything is sent.
+
         Buffers up to ``max_messages`` (default 500) or ``max_bytes`` (exclusive
         with it) and re-pulls as soon as the pending count falls to the
         threshold (default half). Heartbeats are always on (default expires/2,

@@ -199,6 +199,7 @@ class KeyValueStatus:
 
     @classmethod
     def of(cls, info: StreamInfo) -> KeyValueStatus:
+        """The status of the bucket whose stream info this is."""
         cfg = info.config
         compression = getattr(cfg.compression, "value", cfg.compression)
         return cls(

@@ -319,8 +319,14 @@ class KeyValue:
     ) -> KeyWatcher:
         """Watch keys matching ``keys`` (a wildcard or a list of them); see KeyWatcher.
 
-        At most ``max_buffered_bytes`` (8 MiB by default) of values are read
-        ahead of what was handed out."""
+        Iterate the watcher (or call its ``next(timeout=)``), or pass ``cb``:
+        ``cb(entry)`` then runs on the watcher's own thread
+        (``jsclient-kv-watch-<bucket>``), never the socket reader; an exception
+        it raises is logged and the watcher goes on. Both get ``None`` once,
+        after the values present at the start. At most ``max_buffered_bytes``
+        (8 MiB by default) of values are read ahead of what was handed out.
+        Raises ``InvalidKeyError`` for a bad filter and ``ValueError`` for
+        ``include_history`` with ``updates_only``, before anything is sent."""
         pats = [keys] if isinstance(keys, str) else list(keys)
         if not pats:
             raise errors.InvalidKeyError("nats: watch needs at least one key filter")

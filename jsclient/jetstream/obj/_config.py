@@ -125,6 +125,7 @@ class ObjectStoreStatus:
 
     @classmethod
     def of(cls, info: StreamInfo) -> ObjectStoreStatus:
+        """The status of the bucket whose stream info this is."""
         cfg = info.config
         compression = getattr(cfg.compression, "value", cfg.compression)
         return cls(

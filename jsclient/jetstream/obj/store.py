@@ -388,7 +388,9 @@ class ObjectStore:
     ) -> ObjectWatcher:
         """Watch the bucket's objects (see :class:`ObjectWatcher`): the info of each,
         one ``None`` once those present at the start are out, then every change.
-        At most ``max_buffered_bytes`` (8 MiB by default) are read ahead."""
+        At most ``max_buffered_bytes`` (8 MiB by default) are read ahead. With
+        ``cb``, ``cb(info)`` runs on the watcher's own thread
+        (``jsclient-obj-watch-<bucket>``), never the socket reader."""
         if include_history and updates_only:
             raise ValueError("include_history and updates_only cannot be combined")
         return ObjectWatcher(

@@ -60,6 +60,7 @@ class Counters:
 
     @property
     def stream_name(self) -> str:
+        """The name of the counters' stream."""
         return self._stream.name
 
     def add(self, subject: str, delta: int = 1, *, timeout: float | None = None) -> int:

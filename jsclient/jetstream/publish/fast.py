@@ -114,6 +114,7 @@ class FastPublisher:
 
     @property
     def batch_id(self) -> str:
+        """The batch's id (sent in every message's ``Nats-Batch-Id``)."""
         return self._id
 
     @property

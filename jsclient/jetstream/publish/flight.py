@@ -327,6 +327,11 @@ class Flight(_Future["Flight"]):
         return fut
 
     def deliver(self, reply: Any) -> None:
+        """The request multiplexer's hook (internal): hand this attempt its reply.
+
+        Called on the socket reader thread with the reply, ``None`` when the
+        connection closed, or an error; it never blocks. Not for user code.
+        """
         # The request mux's waiter protocol: the reply to the current attempt
         # (socket reader thread), None when the connection closed, or an error
         # (the publisher itself). Hand over, never block.

@@ -136,7 +136,20 @@ _RUNNER_GRACE = 1.0
 
 
 class Publisher(PublishRunner, FlightsRunner):
-    """A managed async publisher on a JetStream context; see the module docstring."""
+    """A managed async publisher on a JetStream context.
+
+    ``publish_async`` only queues a message and returns its ``Flight`` (a
+    future, done once published; ``flight.publish_ack_future`` completes with
+    the ``PubAck`` or the final error). ``publish_runner`` and
+    ``flights_runner`` publish and settle; run them on threads you own, or on
+    the publisher's own (``start()``, or ``with Publisher(js) as pub:``, which
+    drains on exit). At most ``max_in_flight`` messages wait for acks; each
+    times out ``wait_timeout`` seconds after its publish; with ``retry`` every
+    flight id goes out as ``Nats-Msg-Id``, so a retry cannot duplicate. The
+    ``listener``'s methods run on the runners' threads. A full queue raises
+    ``TooManyStalledMsgsError`` after ``stall_wait``; ``drain()`` raises
+    ``DrainTimeoutError`` or ``PublisherNotRunningError``.
+    """
 
     def __init__(
         self,
@@ -281,14 +294,17 @@ class Publisher(PublishRunner, FlightsRunner):
 
     @property
     def acked_count(self) -> int:
+        """How many messages were acked by their stream so far."""
         return self._acked
 
     @property
     def failed_count(self) -> int:
+        """How many messages failed for good (retries used up, or not retryable)."""
         return self._failed
 
     @property
     def timed_out_count(self) -> int:
+        """How many messages got no ack within ``wait_timeout`` on their last attempt."""
         return self._timed_out
 
     @property

@@ -258,4 +258,5 @@ class Watcher(Generic[T]):
 
     @property
     def stopped(self) -> bool:
+        """True once ``stop()`` was called (leaving the ``with`` block calls it)."""
         return self._stopped
