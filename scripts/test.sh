@@ -7,7 +7,9 @@
 # wheel test on the other supported Pythons: the machine's own (PATH or
 # pyenv), else Debian's build fetched by scripts/debian-python.sh (3.13-3.15);
 # a Python neither can provide (e.g. the Debian mirror is unreachable) is
-# skipped and the summary says why. Extra arguments go to the two suite runs.
+# skipped and the summary says why. The suites also build the documentation
+# site strictly and run every example of its pages (tests/docs). Extra
+# arguments go to the two suite runs.
 #
 # The jobs after lint run in two lanes side by side (most tests wait on a
 # server or a timeout, so two lanes keep the machine's two cores busy): lane 1
@@ -24,14 +26,24 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 echo "== ruff"
-ruff check jsclient jsbench pyspark_jetstream tests benchmarks examples setup.py
-ruff format --check jsclient jsbench pyspark_jetstream tests benchmarks examples setup.py
+ruff check jsclient jsbench pyspark_jetstream tests benchmarks examples scripts setup.py
+ruff format --check jsclient jsbench pyspark_jetstream tests benchmarks examples scripts setup.py
 echo "== mypy (strict)"
 mypy
 
 LOGS="${JSCLIENT_TEST_LOGS:-$(mktemp -d)}"
 mkdir -p "$LOGS"
 rm -rf "$LOGS"/*.rc "$LOGS"/py-* "$LOGS"/claim-*  # a reused folder: this run's results only
+# The docs' browser check (tests/docs/test_site.py) renders pages in headless
+# Chromium: Debian's package, installed here when missing and the machine lets
+# us (root, apt); otherwise that one test skips and says why. The strict site
+# build and the pages' examples run in the suites (tests/docs).
+if ! command -v chromium >/dev/null && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "== Chromium for the docs' browser check (apt-get install chromium)"
+    timeout 300 bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium' \
+        >"$LOGS/apt-chromium.log" 2>&1 ||
+        echo "   not installed (see apt-chromium.log): the browser check will skip"
+fi
 SUITE_ARGS=("$@")
 # The other supported Pythons: a quick suite with the speedups, and the wheel
 # test built with that Python.

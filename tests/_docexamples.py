@@ -43,13 +43,8 @@ LANES = ("django", "spark")
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 _MARKER = re.compile(r"^\s*<!--\s*(no-run|lane)\s*:\s*(.*?)\s*-->\s*$")
 
-#: Pages not collected yet, each with why (the lead empties this; issue 37).
-#: README.md: its blocks are the long README's fragments (undefined names such
-#: as ``data``, ``handle``); the short README proposed in
-#: docs/_readme_proposal.md runs (it is collected) and replaces it.
-PENDING: dict[str, str] = {
-    "README.md": "the README shrink is pending (issue 37): docs/_readme_proposal.md replaces it",
-}
+#: Pages not collected, each with why (empty: every page's blocks run).
+PENDING: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

@@ -108,9 +108,11 @@ class Endpoint:
     # -- statistics ---------------------------------------------------------
 
     def info(self) -> EndpointInfo:
+        """The endpoint's part of ``Service.info()``: name, subject, queue group, metadata."""
         return EndpointInfo(self.name, self.subject, self.queue_group, dict(self._metadata))
 
     def stats(self) -> EndpointStats:
+        """Requests, errors, last error and processing times (ns) so far (see the module doc)."""
         with self._lock:
             n, errs, last, total = (
                 self._num_requests,
@@ -123,6 +125,7 @@ class Endpoint:
         )
 
     def reset(self) -> None:
+        """Zero the counters (``Service.reset()`` does it for every endpoint)."""
         with self._lock:
             self._num_requests = self._num_errors = self._processing_time = 0
             self._last_error = ""

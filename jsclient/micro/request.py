@@ -97,14 +97,17 @@ class Request:
 
     @property
     def subject(self) -> str:
+        """The subject the request was sent to."""
         return self.msg.subject
 
     @property
     def reply(self) -> str:
+        """The requester's reply subject (empty for a request sent without one)."""
         return self.msg.reply
 
     @property
     def data(self) -> bytes:
+        """The request's payload."""
         data: bytes = self.msg.data
         return data
 

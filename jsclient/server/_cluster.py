@@ -64,6 +64,7 @@ class NatsCluster:
 
     @property
     def name(self) -> str:
+        """The cluster's name (its routes' ``cluster { name }``)."""
         return self._name
 
     @property

@@ -158,21 +158,25 @@ class NatsServer:
 
     @property
     def host(self) -> str:
+        """The address the server listens on (loopback unless given)."""
         return self._host
 
     @property
     def port(self) -> int:
+        """The client port (a free one picked at ``start()``); NatsServerError before."""
         if self._port is None:
             raise NatsServerError("the server has no port yet: call start() first")
         return self._port
 
     @property
     def url(self) -> str:
+        """``nats://host:port``, for :func:`jsclient.connect`."""
         host = _url_host(self._host)
         return f"nats://{host}:{self.port}"
 
     @property
     def store_dir(self) -> Path:
+        """The JetStream store folder: the one given, else one in the server's temporary folder."""
         if self._user_store_dir is not None:
             return self._user_store_dir
         if self._workdir is None:
@@ -181,12 +185,14 @@ class NatsServer:
 
     @property
     def log_path(self) -> Path:
+        """The server's log file; NatsServerError before ``start()``."""
         if self._workdir is None:
             raise NatsServerError("the server has no log yet: call start() first")
         return self._workdir / "server.log"
 
     @property
     def config_path(self) -> Path:
+        """The config file written at ``start()``; NatsServerError before."""
         if self._workdir is None:
             raise NatsServerError("the server has no config yet: call start() first")
         return self._workdir / "server.conf"
@@ -199,11 +205,13 @@ class NatsServer:
 
     @property
     def is_running(self) -> bool:
+        """True while the server process is alive."""
         proc = self._proc
         return proc is not None and proc.poll() is None
 
     @property
     def server_name(self) -> str:
+        """The server's name (``server_name`` in its config; unique per instance)."""
         return self._server_name
 
     @property

@@ -6,10 +6,9 @@ so this checks exactly what the reference shows: a module's public names
 ones from jsclient's own base classes too), a function. A name without a
 docstring would render as a bare signature, so it fails here.
 
-:data:`ALLOWED_MISSING` is a TEMPORARY allow-list: names in files other
-engineers were editing when this check was added (issue 37). The lead adds
-their docstrings and empties it; a name listed that has a docstring by then
-fails :func:`test_allow_list_has_no_stale_entries`, so the list only shrinks.
+:data:`ALLOWED_MISSING` is an allow-list, empty now; a name listed that
+has a docstring fails :func:`test_allow_list_has_no_stale_entries`, so the
+list can only shrink.
 """
 
 from __future__ import annotations
@@ -26,30 +25,8 @@ import pytest
 
 API = Path(__file__).resolve().parents[2] / "docs" / "api"
 
-#: TEMPORARY (issue 37): names without a docstring in files being edited by
-#: others at the time; the lead fills them in and empties this set.
-ALLOWED_MISSING: frozenset[str] = frozenset(
-    {
-        # jsclient/micro/endpoint.py
-        "jsclient.micro.Endpoint.info",
-        "jsclient.micro.Endpoint.reset",
-        "jsclient.micro.Endpoint.stats",
-        # jsclient/micro/request.py
-        "jsclient.micro.Request.data",
-        "jsclient.micro.Request.reply",
-        "jsclient.micro.Request.subject",
-        # jsclient/server/_cluster.py, jsclient/server/_server.py
-        "jsclient.server.NatsCluster.name",
-        "jsclient.server.NatsServer.config_path",
-        "jsclient.server.NatsServer.host",
-        "jsclient.server.NatsServer.is_running",
-        "jsclient.server.NatsServer.log_path",
-        "jsclient.server.NatsServer.port",
-        "jsclient.server.NatsServer.server_name",
-        "jsclient.server.NatsServer.store_dir",
-        "jsclient.server.NatsServer.url",
-    }
-)
+#: Names allowed to go without a docstring (empty: every documented name has one).
+ALLOWED_MISSING: frozenset[str] = frozenset()
 
 _DIRECTIVE = re.compile(r"^:::\s+([\w.]+)\s*\n((?:[ \t]+\S.*\n)*)", re.MULTILINE)
 _OPTIONAL = {  # documented modules that need an extra; skipped where it is missing
