@@ -43,6 +43,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, help="seconds per run (default 600; 180 quick)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     ap.add_argument("--plot", metavar="FILE.png", help="bar chart of the ratios (needs matplotlib)")
+    ap.add_argument(
+        "--otel",
+        default="none",
+        metavar="MODES",
+        help="comma-separated modes among none,sampled-off,sdk (default none): every row "
+        "runs once per mode, in order; the instrumented runs (jsclient.contrib.otel, "
+        "jsbench/otel.py) are jsclient's alone, named {row}+otel-{mode}",
+    )
     ap.add_argument("--list", action="store_true", help="list the workloads and exit")
     ap.add_argument(
         "--reliability",
@@ -73,6 +81,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs = ", ".join(c for c in CLIENTS if c in w.fns)
             print(f"{w.name:<24} {w.description} [{runs}]")
         return 0
+    from jsbench import otel as bench_otel
+
+    try:
+        otel_modes = bench_otel.parse(args.otel)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if otel_modes != [bench_otel.NONE]:
+        why = bench_otel.available()
+        if why is not None:
+            print(f"--otel: {why}", file=sys.stderr)
+            return 2
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in clients if c not in CLIENTS]
     if unknown or "jsclient" not in clients:
@@ -102,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
         "repeat": repeat,
         "clients": clients,
+        "otel": otel_modes,
     }
     for line in interp.describe_interpreter(info):
         print(line)
@@ -134,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 timeout=args.timeout,
                 progress=progress,
                 server_pid=server_pid,
+                otel=otel_modes,
             )
         finally:
             sys.stderr.write("\n")

@@ -14,11 +14,12 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
+from jsbench import otel as bench_otel
 from jsbench.peer import EchoPeer
 from jsbench.report import Outcome, outcome
 from jsbench.result import Result, process_cpu
 from jsbench.runner import ChildError, run_child
-from jsbench.workloads import CLIENTS, NATSIO, Workload
+from jsbench.workloads import CLIENTS, JSCLIENT, NATSIO, Workload
 
 Progress = Callable[[str, int, int], None]
 
@@ -54,14 +55,17 @@ def run(
     timeout: float | None = None,
     progress: Progress | None = None,
     server_pid: int | None = None,
+    otel: Sequence[str] = (bench_otel.NONE,),
 ) -> list[Outcome]:
     """Measure every selected workload, ``repeat`` alternating rounds, and aggregate.
 
     Each workload runs its full count, its quick count with ``quick``, or ``n``
     messages when given (smoke runs and tests). With ``server_pid`` (a server
     on this machine) each run also records the server's CPU time during it.
+    ``otel``: the modes of jsbench/otel.py; each row runs once per mode, in
+    order; a mode but ``none`` is jsclient's alone, instrumented (``{row}+otel-{mode}``).
     """
-    chosen = list(selected)
+    chosen = [v for w in selected for m in otel if (v := _otel_variant(w, m)) is not None]
     unavailable = unavailable_clients(clients)
     runnable = [c for c in CLIENTS if c not in unavailable]
     runs: dict[tuple[str, str], list[Result]] = {}
@@ -78,7 +82,9 @@ def run(
                     if progress:
                         progress(f"round {r + 1}/{repeat} {w.name} [{c}]", done, total)
                     try:
-                        res = _measure_once(w, c, url, count, child_timeout, impl, server_pid)
+                        res = _measure_once(
+                            w, c, url, count, child_timeout, impl, server_pid, _OTEL.get(w.name)
+                        )
                         runs.setdefault((w.name, c), []).append(res)
                     except Exception as exc:  # one broken run must not end the report
                         errors[(w.name, c)] = f"{type(exc).__name__}: {exc}"
@@ -105,12 +111,17 @@ def _measure_once(
     timeout: float,
     impl: str | None,
     server_pid: int | None,
+    otel: tuple[str, str] | None = None,
 ) -> Result:
-    """One run: set up, measure in a child (with the server's CPU time), check."""
+    """One run: set up, measure in a child (with the server's CPU time), check.
+
+    ``otel``: (the row's own name, the mode) for an instrumented variant.
+    """
     if w.setup is not None:
         w.setup(url, count, w.size)
     s0 = process_cpu(server_pid) if server_pid else None
-    res, _raw = run_child(w.name, client, url, count, timeout=timeout, impl=impl)
+    name, mode = otel if otel is not None else (w.name, bench_otel.NONE)
+    res, _raw = run_child(name, client, url, count, timeout=timeout, impl=impl, otel=mode)
     if server_pid and s0 is not None:
         s1 = process_cpu(server_pid)
         if s1 is not None:
@@ -120,6 +131,30 @@ def _measure_once(
         if problem:
             raise ChildError(problem)
     return res
+
+
+#: An instrumented variant's name -> (its row's name, the mode).
+_OTEL: dict[str, tuple[str, str]] = {}
+
+
+def _otel_variant(w: Workload, mode: str) -> Workload | None:
+    """``w`` itself for ``none``; else ``w`` run by jsclient alone, in ``mode`` (None if
+    jsclient has no such row)."""
+    if mode == bench_otel.NONE:
+        return w
+    fn = w.fns.get(JSCLIENT)
+    if fn is None:
+        return None
+    name = bench_otel.row_name(w.name, mode)
+    _OTEL[name] = (w.name, mode)
+    return replace(
+        w,
+        name=name,
+        description=f"{w.description} (jsclient.contrib.otel: {mode})",
+        fns={JSCLIENT: fn},
+        targets=(),
+        rss_growth_mb=None,
+    )
 
 
 def _count(w: Workload, quick: bool, n: int | None) -> int:

@@ -44,8 +44,13 @@ class ChildError(RuntimeError):
     """A child run failed: its error, or why it produced no result."""
 
 
-def measure(workload: str, client: str, url: str, n: int) -> Result:
-    """Run one workload for one client in this process, with its RSS and CPU time."""
+def measure(workload: str, client: str, url: str, n: int, otel: str = "none") -> Result:
+    """Run one workload for one client in this process, with its RSS and CPU time.
+
+    ``otel`` (a jsclient run only): instrument with jsclient.contrib.otel first
+    (jsbench/otel.py's modes).
+    """
+    from jsbench import otel as bench_otel
     from jsbench.workloads import by_name
 
     w = by_name(workload)
@@ -54,6 +59,9 @@ def measure(workload: str, client: str, url: str, n: int) -> Result:
         raise ChildError(f"{client} has no implementation of {workload}")
     for mod in _IMPORTS[client]:
         importlib.import_module(mod)
+    if otel != bench_otel.NONE and client != "jsclient":
+        raise ChildError(f"--otel {otel} instruments jsclient only, not {client}")
+    keep = bench_otel.instrument(otel)  # noqa: F841 - instrumented while the workload runs
     start = peak_rss()
     cpu0 = time.process_time()
     res = fn(url, n, w.size)
@@ -68,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--client", required=True, choices=sorted(_IMPORTS))
     ap.add_argument("--url", required=True)
     ap.add_argument("--n", type=int, required=True)
+    ap.add_argument("--otel", default="none")
     args = ap.parse_args(argv)
     try:
-        res = measure(args.workload, args.client, args.url, args.n)
+        res = measure(args.workload, args.client, args.url, args.n, args.otel)
     except BaseException as exc:
         traceback.print_exc()
         out: dict[str, Any] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -83,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         from jsclient import _impl
 
         out["impl"] = _impl.IMPL
+        out["otel"] = args.otel
     print(MARKER + json.dumps(out), flush=True)
     return 0
 
@@ -98,8 +108,10 @@ def parse_output(stdout: str) -> dict[str, Any]:
     raise ChildError("the child printed no result")
 
 
-def child_command(workload: str, client: str, url: str, n: int) -> list[str]:
+def child_command(workload: str, client: str, url: str, n: int, otel: str = "none") -> list[str]:
     args = ["--workload", workload, "--client", client, "--url", url, "--n", str(n)]
+    if otel != "none":
+        args += ["--otel", otel]
     return module_command("jsbench.runner", args)
 
 
@@ -111,8 +123,11 @@ def run_child(
     *,
     timeout: float = 600.0,
     impl: str | None = None,
+    otel: str = "none",
 ) -> tuple[Result, dict[str, Any]]:
     """Start a child for one run and return its Result (and the raw JSON).
+
+    ``otel``: a jsclient child instruments itself first (jsbench/otel.py).
 
     The child runs in a session of its own; on timeout the whole group (it
     and any publisher it started) is killed.
@@ -121,7 +136,7 @@ def run_child(
     if impl:
         env["JSCLIENT_IMPL"] = impl
     proc = subprocess.Popen(
-        child_command(workload, client, url, n),
+        child_command(workload, client, url, n, otel),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -142,6 +157,8 @@ def run_child(
         raise ChildError(f"{exc} (exit {proc.returncode}{'; ' + tail if tail else ''})") from None
     if impl and client == "jsclient" and data.get("impl") != impl:
         raise ChildError(f"the child ran jsclient impl={data.get('impl')}, not {impl}")
+    if otel != "none" and data.get("otel") != otel:
+        raise ChildError(f"the child ran with otel={data.get('otel')}, not {otel}")
     return Result.from_dict(data), data
 
 

@@ -256,3 +256,39 @@ def test_threaded_publish_rows_store_every_message(nats_server: NatsServer, clie
         assert by_name(f"js-publish-threads-{k}").fns[client](url, 501, 16).rate > 0
     assert js.check_published(url, 2 * (501 + 1), 16) is None  # each run's warm-up too
     assert "stored" in (js.check_published(url, 2 * (501 + 1) + 1, 16) or "")
+
+
+def test_otel_modes_run_the_jsclient_rows_instrumented(nats_server: NatsServer) -> None:
+    pytest.importorskip("opentelemetry.sdk.trace")
+    from jsbench import otel as bench_otel
+
+    outcomes = bench.run(
+        nats_server.url,
+        [by_name("core-publish-16B")],
+        n=500,
+        clients=[JSCLIENT, RAW],
+        impl=_impl.IMPL,
+        timeout=60,
+        otel=bench_otel.parse("none,sampled-off,sdk"),
+    )
+    names = [o.name for o in outcomes]
+    assert names == [
+        "core-publish-16B",
+        "core-publish-16B+otel-sampled-off",
+        "core-publish-16B+otel-sdk",
+    ]
+    plain, *instrumented = outcomes
+    assert plain.clients[RAW].status == report.OK  # the plain row as always
+    for o in instrumented:
+        assert o.clients[JSCLIENT].status == report.OK, o.clients[JSCLIENT]
+        assert o.clients[RAW].status == report.NA  # jsclient alone
+        assert o.targets == []
+    # The child instruments itself: its Client.publish is the instrumentation's.
+    _res, data = runner.run_child(
+        "core-publish-16B", JSCLIENT, nats_server.url, 200, timeout=60, otel="sampled-off"
+    )
+    assert data["otel"] == "sampled-off"
+    with pytest.raises(runner.ChildError, match="jsclient only"):
+        runner.run_child("core-publish-16B", RAW, nats_server.url, 10, timeout=60, otel="sdk")
+    with pytest.raises(ValueError, match="not one of"):
+        bench_otel.parse("none,always")

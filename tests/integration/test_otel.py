@@ -8,6 +8,7 @@ in its teardown, so no other test runs instrumented.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import jsclient
 from jsclient.client import Client
-from jsclient.contrib.otel import JsclientInstrumentor
+from jsclient.contrib.otel import JsclientInstrumentor, _spans
 from jsclient.jetstream import JetStream
 from jsclient.msg import Msg
 from jsclient.server import NatsServer
@@ -628,3 +629,65 @@ def test_settle_spans_and_failed_request(otel: Otel, nc: Client, js: JetStream) 
     assert failed.status.status_code is StatusCode.ERROR
     assert _attrs(failed)["error.type"] == "NoRespondersError"
     assert any(e.name == "exception" for e in failed.events)
+
+
+def test_sampled_off_fast_paths_count_and_keep_trace_context(nc: Client) -> None:
+    """Sampling off with the SDK meter: the per-message paths that only count (no span, a
+    lock-free counter read at collection) count every message, across collections; a
+    message carrying a sampled ``traceparent`` still gets its process span."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    otel = Otel(exporter, reader, provider)
+    inst = JsclientInstrumentor()
+    inst.instrument(tracer_provider=provider, meter_provider=meters)
+    got: list[Msg] = []
+
+    def counts() -> tuple[int, int, int]:
+        metrics = otel.metrics()
+
+        def value(name: str) -> int:
+            return sum(
+                int(getattr(p, "value", None) or getattr(p, "count", 0))
+                for p in metrics.get(name, [])
+                if dict(p.attributes).get("messaging.destination.name") == "fast.a"
+                and "error.type" not in dict(p.attributes)
+            )
+
+        return (
+            value("messaging.client.sent.messages"),
+            value("messaging.client.consumed.messages"),
+            value("messaging.process.duration"),
+        )
+
+    # Sampled off, one callback in 16 records its duration (the SDK histogram's
+    # record costs more than the rest of the wrapper): the 1st and the 17th here.
+    assert _spans.PROCESS_DURATION_EVERY == 16
+    _spans._unsampled_callbacks = itertools.count()
+    try:
+        nc.subscribe("fast.a", cb=got.append)
+        for _ in range(5):
+            nc.publish("fast.a", b"x")
+        eventually(lambda: len(got) == 5, 10, "5 messages")
+        assert counts() == (5, 5, 1)
+        for _ in range(12):
+            nc.publish("fast.a", b"x")
+        eventually(lambda: len(got) == 17, 10, "17 messages")
+        assert counts() == (17, 17, 2)  # cumulative: the first read took nothing away
+        assert exporter.get_finished_spans() == ()
+        assert all(m.raw_headers is None for m in got)
+        # A sampled parent from elsewhere (another client): the callback's span continues it.
+        parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        nc.publish("fast.a", b"y", headers={"traceparent": parent})
+        proc = otel.one("process fast.a")
+    finally:
+        inst.uninstrument()
+        provider.shutdown()
+        meters.shutdown()
+    assert len(got) == 18
+    assert proc.parent is not None and proc.parent.span_id == 0xB7AD6B7169203331
+    assert proc.context.trace_id == 0x0AF7651916CD43DD8448EB211C80319C

@@ -18,14 +18,23 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from jsclient.contrib.otel import _telemetry as tm
-from jsclient.contrib.otel._spans import DEFERRED, Send, now_ns, process, receive, send, settle
-from jsclient.contrib.otel._telemetry import INTERNAL, NESTED, SEND, active, guarded, log
+from jsclient.contrib.otel._spans import (
+    DEFERRED,
+    Send,
+    count_process,
+    now_ns,
+    process,
+    receive,
+    send,
+    settle,
+)
+from jsclient.contrib.otel._telemetry import INTERNAL, NESTED, active, guarded, log
 
 _PATCHED: list[tuple[type, str, Any]] = []
+_INTERNAL = ("$JS.", "$SRV.", "$SYS.")
 #: Functions whose callbacks are wrapped elsewhere (the Django runner's dispatch).
 _SKIP_CALLBACKS: set[Any] = set()
 
@@ -64,26 +73,20 @@ def _client_publish(orig: Any) -> Callable[..., Any]:
         reply: str | None = None,
         headers: Any = None,
     ) -> None:
-        if tm.ACTIVE is None:
+        t = tm.ACTIVE
+        if t is None or subject.startswith(_INTERNAL):
             return orig(self, subject, payload, reply=reply, headers=headers)  # type: ignore[no-any-return]
-        state = tm.active_in()
-        if state is None or subject.startswith(("$JS.", "$SRV.", "$SYS.")):
-            return orig(self, subject, payload, reply=reply, headers=headers)  # type: ignore[no-any-return]
-        t, ctx = state
-        if (
-            t.drops_roots
-            and not NESTED.get()
-            and not trace.get_current_span(ctx).get_span_context().is_valid
-        ):
+        if t.drops_roots and tm.root_dropped():
             # The per-message cost with sampling off: a root the sampler drops is
-            # not made, nothing is propagated; only the sent-messages counter counts.
-            m_attrs = t.metric_shape(self, SEND, subject, None, None)
+            # not made, nothing is propagated; only the sent-messages counter counts
+            # (one context read, a cached shape, a lock-free count).
+            m_attrs, count = t.publish_count(self, subject)
             try:
                 orig(self, subject, payload, reply=reply, headers=headers)
             except BaseException as exc:
                 guarded(t.sent.add, 1, {**m_attrs, tm.ERROR_TYPE: type(exc).__qualname__})
                 raise
-            t.sent.add(1, m_attrs)
+            count()
             return None
         return send(  # type: ignore[no-any-return]
             self,
@@ -124,9 +127,20 @@ def _client_request(orig: Any) -> Callable[..., Any]:
 
 
 def _core_callback(client: Any, cb: Callable[[Any], Any], subject: str, queue: str | None) -> Any:
+    # The telemetry it was made for, the metric attributes and the consumed counter:
+    # a subscription's messages share them.
+    shape: list[Any] = [None, None, None]
+
     def callback(msg: Any) -> Any:
-        if tm.ACTIVE is None:
+        t = tm.ACTIVE
+        if t is None:
             return cb(msg)
+        if t.drops_roots and msg._hdr is None and tm.root_dropped():
+            # Sampling off, a message with no trace context: no span, only the metrics.
+            if shape[0] is not t:
+                m_attrs = t.process_metrics(client, msg, subject, subject)
+                shape[:] = [t, m_attrs, t.counter(t.consumed, m_attrs)]
+            return count_process(t, msg, cb, shape[1], shape[2])
         return process(client, msg, cb, dest=subject, metric_dest=subject, group=queue)
 
     return callback
@@ -271,9 +285,17 @@ def _api_request(orig: Any) -> Callable[..., Any]:
 def _js_callback(
     client: Any, cb: Callable[[Any], Any], group: str | None, stream: str | None = None
 ) -> Any:
+    shape: list[Any] = [None, None, None]  # as _core_callback's, when the stream is known
+
     def callback(msg: Any) -> Any:
-        if tm.ACTIVE is None:
+        t = tm.ACTIVE
+        if t is None:
             return cb(msg)
+        if stream is not None and t.drops_roots and msg._hdr is None and tm.root_dropped():
+            if shape[0] is not t:
+                m_attrs = t.process_metrics(client, msg, msg.subject, stream)
+                shape[:] = [t, m_attrs, t.counter(t.consumed, m_attrs)]
+            return count_process(t, msg, cb, shape[1], shape[2])
         return process(client, msg, cb, dest=msg.subject, metric_dest=stream, group=group)
 
     return callback
@@ -429,7 +451,7 @@ def _settle(orig: Any, op_name: str) -> Callable[..., Any]:
         if (
             t is None
             or self._ackd != 0  # settled already, or ack policy none: no span
-            or (t.drops_roots and not trace.get_current_span().get_span_context().is_valid)
+            or (t.drops_roots and tm.root_dropped())
         ):
             return orig(self, *args, **kw)
         return settle(self, op_name, lambda: orig(self, *args, **kw))

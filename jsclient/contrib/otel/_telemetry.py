@@ -19,6 +19,8 @@ context in their headers. ``INTERNAL`` marks the library's own traffic
 from __future__ import annotations
 
 import contextvars
+import functools
+import itertools
 import logging
 import threading
 import time
@@ -111,7 +113,10 @@ class Telemetry:
         self.sent: Any
         self.consumed: Any
         provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
-        if isinstance(provider, metrics.NoOpMeterProvider):
+        #: No meter: the per-message paths skip the metrics (the API's no-op instruments
+        #: still cost a call each).
+        self.no_meter = isinstance(provider, metrics.NoOpMeterProvider)
+        if self.no_meter:
             self.sent = meter.create_counter(SENT_MESSAGES, "{message}", "Messages sent")
             self.consumed = meter.create_counter(
                 CONSUMED_MESSAGES, "{message}", "Messages handed to the application"
@@ -141,6 +146,32 @@ class Telemetry:
         # metric attributes: a publish loop on one subject builds them once.
         self._shapes: dict[tuple[Any, ...], tuple[str, dict[str, Any], dict[str, Any]]] = {}
         self._metric_shapes: dict[tuple[Any, ...], dict[str, Any]] = {}
+        # (subject, inbox prefix) -> a core publish's metric attributes and its counter.
+        self._publish_counts: dict[tuple[str, str], tuple[dict[str, Any], Callable[[], Any]]] = {}
+
+    def counter(self, instrument: Any, attrs: Mapping[str, Any]) -> Callable[[], Any]:
+        """A function that adds one to ``instrument`` for ``attrs`` (kept per shape)."""
+        if isinstance(instrument, Tally):
+            return instrument.counter(attrs)
+        if self.no_meter:
+            return _no_count
+        return functools.partial(instrument.add, 1, attrs)
+
+    def publish_count(self, client: Any, subject: str) -> tuple[dict[str, Any], Callable[[], Any]]:
+        """A core publish's metric attributes (shared) and its sent-messages counter."""
+        try:
+            prefix: str = client._opts.inbox_prefix
+        except AttributeError:
+            prefix = "_INBOX"
+        key = (subject, prefix)
+        found = self._publish_counts.get(key)
+        if found is None:
+            m_attrs = self.metric_shape(client, SEND, subject, None, None)
+            found = (m_attrs, self.counter(self.sent, m_attrs))
+            if len(self._publish_counts) >= _MAX_SHAPES:
+                self._publish_counts.clear()
+            self._publish_counts[key] = found
+        return found
 
     def process_metrics(
         self, client: Any, msg: Any, dest: str | None, metric_dest: str | None
@@ -218,6 +249,10 @@ class Telemetry:
 _MAX_SHAPES = 1024
 
 
+def _no_count() -> None:
+    """The counter of a process without a meter."""
+
+
 class Tally:
     """Message counts kept here, reported by an asynchronous (observable) counter.
 
@@ -228,20 +263,40 @@ class Tally:
     the attributes are (docs/otel.md, Metrics).
     """
 
-    __slots__ = ("_counts", "_lock")
+    __slots__ = ("_counts", "_fast", "_lock")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[tuple[tuple[str, Any], ...], int] = {}
+        self._fast: dict[tuple[tuple[str, Any], ...], list[Any]] = {}
 
     def add(self, n: int, attrs: Mapping[str, Any]) -> None:
         key = tuple(attrs.items())
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + n
 
+    def counter(self, attrs: Mapping[str, Any]) -> Callable[[], Any]:
+        """A function that counts one for ``attrs``, without a lock: the per-message paths
+        keep it with the attributes' shape. It is an ``itertools.count``'s ``__next__``
+        (one C call, atomic under the GIL); ``observe`` reads it by drawing a number too
+        and subtracting the numbers drawn by earlier reads."""
+        key = tuple(attrs.items())
+        with self._lock:
+            slot = self._fast.get(key)
+            if slot is None:
+                slot = self._fast[key] = [itertools.count(), 0]
+        fn: Callable[[], Any] = slot[0].__next__
+        return fn
+
     def observe(self, options: CallbackOptions) -> Iterable[Observation]:
         with self._lock:
             counts = list(self._counts.items())
+            for key, slot in self._fast.items():
+                drawn = next(slot[0])  # the counts, plus one per earlier read
+                n = drawn - slot[1]
+                slot[1] += 1
+                if n:
+                    counts.append((key, n))
         merged: dict[frozenset[tuple[str, Any]], int] = {}
         for key, n in counts:  # the same attributes in another order: one series
             fk = frozenset(key)
@@ -275,6 +330,28 @@ try:  # the keys is_instrumentation_enabled() reads, read here from one context 
     )
 except ImportError:  # pragma: no cover - a future API without it: the public helper
     _SUPPRESS_KEYS = None
+
+
+try:  # the key the current span is kept under in a context (what get_current_span reads)
+    from opentelemetry.trace.propagation import _SPAN_KEY
+
+    _SPAN_KEY_OR_NONE: str | None = _SPAN_KEY
+except ImportError:  # pragma: no cover - a future API without it: the slow path
+    _SPAN_KEY_OR_NONE = None
+
+
+def root_dropped() -> bool:
+    """True when a span started now would be a root the sampler drops (the caller has
+    checked ``drops_roots``), and the call is the application's own (not nested in an
+    instrumented operation, not the library's, not suppressed). One context read: the
+    sampled-off paths take it and count only. False sends the caller the usual way."""
+    if NESTED.get() or INTERNAL.get() or _SUPPRESS_KEYS is None or _SPAN_KEY_OR_NONE is None:
+        return False
+    ctx = otel_context.get_current()
+    if ctx.get(_SUPPRESS_KEYS[0]) or ctx.get(_SUPPRESS_KEYS[1]):
+        return False
+    span: Span | None = ctx.get(_SPAN_KEY_OR_NONE)  # type: ignore[assignment]
+    return span is None or not span.get_span_context().is_valid
 
 
 def active() -> Telemetry | None:
