@@ -9,7 +9,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
-from jsclient._threads import TimerHandle
+from jsclient._threads import TimerHandle, log
 from jsclient.msg import ACK_NONE_POLICY, Msg
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ from jsclient.jetstream.consume.engine import (
 _status = _impl.status
 _classify = _status.classify
 _js_headers = _impl.jsheaders.js_headers
+_parse_jsack = _impl.jsack.parse_jsack
 _mono = time.monotonic
 
 _PLAIN_HDR = b"NATS/1.0\r\n"
@@ -92,6 +93,12 @@ class Feed:
         self._sub: Any = None
         self._seen = 0  # messages the inbox had received at the last heartbeat check
         self._timer: TimerHandle | None = None
+        # Resets made elsewhere (ADR-60): the consumer sequence of a message
+        # sampled at each re-pull and the last one of each heartbeat; one going
+        # back means the server-side consumer was reset. The ordered feed
+        # checks every message itself and turns this off.
+        self.watch_resets = True
+        self.last_cseq = 0
 
     # -- lifecycle (caller's thread) -----------------------------------------
 
@@ -173,6 +180,8 @@ class Feed:
             if not self.paused:
                 req = self.counter.next_pull()
                 if req is not None:
+                    if self.watch_resets:
+                        self._sample(msg)
                     self._pull(req[0], req[1])
             return msg
         return self._on_control(item[0])
@@ -203,6 +212,8 @@ class Feed:
                     if not self.paused:
                         req = next_pull()
                         if req is not None:
+                            if self.watch_resets:
+                                self._sample(msg)
                             self._pull(req[0], req[1])
                     append(msg)
                 else:
@@ -257,6 +268,8 @@ class Feed:
     def _on_status(self, msg: Msg, code: int, description: str, hdr: bytes) -> None:
         kind = _classify(code, description)
         if kind in (HEARTBEAT, FLOW_CONTROL):
+            if kind == HEARTBEAT and self.watch_resets:
+                self._seen_cseq(_js_headers(hdr)[2])
             return
         # Statuses of pulls made before the last restart carry stale pending counts.
         fresh = _token(msg.subject, self.prefix) >= self.first_token
@@ -278,6 +291,36 @@ class Feed:
                 pm, pb = _js_headers(hdr)[:2]
                 self.counter.on_status(pm, pb)
         self._maybe_pull()
+
+    def _sample(self, msg: Msg) -> None:
+        """Check one message's consumer sequence (once per re-pull: not on
+        every message, which would cost the hot path a parse)."""
+        engine = self.engine
+        try:
+            cseq = _parse_jsack(msg.reply, engine.stream, engine.name)[4]
+        except errors.Error:
+            return
+        self._seen_cseq(cseq)
+
+    def _seen_cseq(self, cseq: int) -> None:
+        """A consumer sequence the server sent (a heartbeat's: the last it
+        delivered). Going back can only come from a reset this client did not
+        make: one WARNING; the session goes on with what the server sends."""
+        if cseq < 0:
+            return
+        last = self.last_cseq
+        self.last_cseq = cseq
+        if cseq < last:
+            engine = self.engine
+            log.warning(
+                "jsclient: consumer %s on stream %s was reset elsewhere (consumer "
+                "sequence %d after %d); going on with what the server delivers "
+                "from there (redelivered or skipped by the reset)",
+                engine.name,
+                engine.stream,
+                cseq,
+                last,
+            )
 
     def on_status_error(self, kind: int, error: errors.Error) -> None:
         """Terminal statuses end the session; warnings go to the error callback."""

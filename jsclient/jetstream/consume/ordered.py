@@ -10,6 +10,9 @@ to 10 s (``max_reset_attempts`` bounds the attempts; ``None`` retries forever),
 and the old one is deleted in the background (by the connection's deleter,
 :mod:`jsclient.jetstream.consume.deleter`). Messages of an old instance are
 recognised by the consumer name in their ack subject and dropped.
+A reset of the server-side consumer made elsewhere (ADR-60, ``$JS.API.CONSUMER.RESET``)
+shows as the consumer sequence starting again at 1: a gap like any other, with
+one WARNING on the ``jsclient`` logger (``tests/integration/test_consumer_reset.py``).
 
 ``fetch``/``next`` reset in the caller's thread before pulling; ``consume`` and
 ``messages`` reset on a helper thread (``jsclient-ordered-reset-<prefix>``)
@@ -41,7 +44,12 @@ from jsclient.jetstream.consume.engine import (
     fetch_heartbeat,
     positive_int,
 )
-from jsclient.jetstream.consume.ordered_source import OrderedBatch, OrderedSource, Stopped
+from jsclient.jetstream.consume.ordered_source import (
+    OrderedBatch,
+    OrderedSource,
+    Stopped,
+    note_gap,
+)
 from jsclient.jetstream.consume.pull import (
     ConsumeContext,
     ErrorCallback,
@@ -259,6 +267,7 @@ class OrderedConsumer:
         if consumer != self._name:
             return None
         if cseq != self._last_cseq + 1:
+            note_gap(self, cseq, sseq)
             return False
         self._last_cseq = cseq
         self._last_sseq = sseq

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from jsclient import _impl, errors
-from jsclient._threads import Signal
+from jsclient._threads import Signal, log
 from jsclient.jetstream.consume.engine import (
     NO_RESPONDERS,
     TERMINAL,
@@ -28,7 +28,7 @@ from jsclient.jetstream.consume.feed import Feed
 from jsclient.jetstream.consume.fetch import FetchBatch
 from jsclient.msg import Msg
 
-__all__ = ["OrderedBatch", "OrderedConsumerState", "OrderedSource", "Stopped"]
+__all__ = ["OrderedBatch", "OrderedConsumerState", "OrderedSource", "Stopped", "note_gap"]
 
 _parse_jsack = _impl.jsack.parse_jsack
 _RESET_FAILED = 10
@@ -51,6 +51,37 @@ class OrderedConsumerState(Protocol):
     def _check(self, msg: Msg) -> bool | None: ...
     def _reset(self, wake: Signal | None = None, deadline: float | None = None) -> Engine: ...
     def _release(self) -> None: ...
+
+
+def note_gap(oc: OrderedConsumerState, cseq: int, sseq: int) -> None:
+    """Log why an ordered consumer is about to be recreated. A consumer sequence
+    at or below the last one seen can only come from a reset of the server-side
+    consumer that this client did not make (ADR-60: ``$JS.API.CONSUMER.RESET``,
+    e.g. ``nats consumer reset`` from another process): one WARNING naming the
+    stream, consumer and sequences. A forward jump (a message lost on the way)
+    stays a DEBUG line, as it has always been handled quietly."""
+    last = oc._last_cseq
+    if 0 < cseq <= last:
+        log.warning(
+            "jsclient: ordered consumer %s on stream %s was reset elsewhere (consumer "
+            "sequence %d after %d, stream sequence %d after %d); recreating it after "
+            "stream sequence %d",
+            oc._name,
+            oc.stream_name,
+            cseq,
+            last,
+            sseq,
+            oc._last_sseq,
+            oc._last_sseq,
+        )
+    else:
+        log.debug(
+            "jsclient: ordered consumer %s on stream %s: gap (consumer sequence %d after %d)",
+            oc._name,
+            oc.stream_name,
+            cseq,
+            last,
+        )
 
 
 class Stopped(Exception):
@@ -131,6 +162,7 @@ class _OrderedFeed(Feed):
     def __init__(self, source: OrderedSource, engine: Engine, opts: PullOptions) -> None:
         super().__init__(engine, opts, source.q, source.report)
         self.source = source
+        self.watch_resets = False  # the source checks every message
 
     def on_status_error(self, kind: int, error: errors.Error) -> None:
         if isinstance(error, errors.ConsumerDeletedError) or kind == NO_RESPONDERS:
@@ -237,6 +269,10 @@ class OrderedSource:
             if consumer != name:
                 continue
             if cseq != last + 1:
+                oc._last_cseq = last
+                if out:
+                    _m, oc._last_sseq, oc._last_pending, oc._last_ts = out[-1]
+                note_gap(oc, cseq, sseq)
                 gap = True
                 break
             last = cseq
