@@ -631,7 +631,7 @@ def test_settle_spans_and_failed_request(otel: Otel, nc: Client, js: JetStream) 
     assert any(e.name == "exception" for e in failed.events)
 
 
-def test_sampled_off_fast_paths_count_and_keep_trace_context(nc: Client) -> None:
+def test_sampled_off_fast_paths_count_and_keep_trace_context(nc: Client, js: JetStream) -> None:
     """Sampling off with the SDK meter: the per-message paths that only count (no span, a
     lock-free counter read at collection) count every message, across collections; a
     message carrying a sampled ``traceparent`` still gets its process span."""
@@ -647,14 +647,14 @@ def test_sampled_off_fast_paths_count_and_keep_trace_context(nc: Client) -> None
     inst.instrument(tracer_provider=provider, meter_provider=meters)
     got: list[Msg] = []
 
-    def counts() -> tuple[int, int, int]:
+    def counts(dest: str = "fast.a") -> tuple[int, int, int]:
         metrics = otel.metrics()
 
         def value(name: str) -> int:
             return sum(
                 int(getattr(p, "value", None) or getattr(p, "count", 0))
                 for p in metrics.get(name, [])
-                if dict(p.attributes).get("messaging.destination.name") == "fast.a"
+                if dict(p.attributes).get("messaging.destination.name") == dest
                 and "error.type" not in dict(p.attributes)
             )
 
@@ -678,6 +678,13 @@ def test_sampled_off_fast_paths_count_and_keep_trace_context(nc: Client) -> None
             nc.publish("fast.a", b"x")
         eventually(lambda: len(got) == 17, 10, "17 messages")
         assert counts() == (17, 17, 2)  # cumulative: the first read took nothing away
+        # publish_async, sampled off: counted when sent, no span, no header added.
+        js.create_stream(name="FASTJS", subjects=["fast.js"])
+        futs = [js.publish_async("fast.js", b"%d" % i) for i in range(3)]
+        js.publish_async_complete(timeout=10)
+        assert [f.result().seq for f in futs] == [1, 2, 3]
+        assert counts("fast.js")[0] == 3
+        assert js.stream("FASTJS").get_msg(1).headers is None
         assert exporter.get_finished_spans() == ()
         assert all(m.raw_headers is None for m in got)
         # A sampled parent from elsewhere (another client): the callback's span continues it.

@@ -225,8 +225,20 @@ def _js_publish_async(orig: Any) -> Callable[..., Any]:
     def publish_async(
         self: Any, subject: str, payload: bytes = b"", *, headers: Any = None, **kw: Any
     ) -> Any:
-        if tm.ACTIVE is None:
+        t = tm.ACTIVE
+        if t is None:
             return orig(self, subject, payload, headers=headers, **kw)
+        if t.drops_roots and not subject.startswith(_INTERNAL) and tm.root_dropped():
+            # Sampling off, as a core publish: counted when sent (its ack is not
+            # followed: a done-callback per message would cost a thread hop).
+            m_attrs, count = t.publish_count(self._client, subject)
+            try:
+                fut = orig(self, subject, payload, headers=headers, **kw)
+            except BaseException as exc:
+                guarded(t.sent.add, 1, {**m_attrs, tm.ERROR_TYPE: type(exc).__qualname__})
+                raise
+            count()
+            return fut
         return send(
             self._client,
             subject,
