@@ -184,10 +184,16 @@ class Telemetry:
         m_attrs = self._metric_shapes.get(key)
         if m_attrs is None:
             temporary = metric_dest is not None and is_inbox(client, metric_dest)
-            m_attrs = metric_attrs(PROCESS, PROCESS, None if temporary else metric_dest)
-            if len(self._metric_shapes) >= _MAX_SHAPES:
-                self._metric_shapes.clear()
-            self._metric_shapes[key] = m_attrs
+            m_attrs = self._keep(
+                key, metric_attrs(PROCESS, PROCESS, None if temporary else metric_dest)
+            )
+        return m_attrs
+
+    def _keep(self, key: tuple[Any, ...], m_attrs: dict[str, Any]) -> dict[str, Any]:
+        """Cache a shape of metric attributes (bounded: cleared when full)."""
+        if len(self._metric_shapes) >= _MAX_SHAPES:
+            self._metric_shapes.clear()
+        self._metric_shapes[key] = m_attrs
         return m_attrs
 
     def metric_shape(
@@ -209,10 +215,7 @@ class Telemetry:
             temporary = subject.startswith(prefix + ".")
             name_dest = subject if span_dest is None or temporary else span_dest
             m_dest = None if temporary else (metric_dest or name_dest)
-            m_attrs = metric_attrs(SEND, op_name, m_dest)
-            if len(self._metric_shapes) >= _MAX_SHAPES:
-                self._metric_shapes.clear()
-            self._metric_shapes[key] = m_attrs
+            m_attrs = self._keep(key, metric_attrs(SEND, op_name, m_dest))
         return m_attrs
 
     def send_shape(
