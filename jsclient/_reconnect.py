@@ -32,7 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
-from jsclient._io.options import CLOSED, CONNECTED, DRAINING, RECONNECTING
+from jsclient._io.options import CLOSED, CONNECTED, RECONNECTING, check_open
 
 if TYPE_CHECKING:
     from jsclient._io.servers import ServerAddr
@@ -140,12 +140,7 @@ def force(conn: Connection) -> None:
     Reconnecting already (or not yet connected with ``retry_on_failed_connect``):
     the next attempt starts at once.
     """
-    conn.check_owner()
-    status = conn.status
-    if status is CLOSED:
-        raise errors.ConnectionClosedError()
-    if status is DRAINING:
-        raise errors.ConnectionDrainingError()
+    check_open(conn)
     if not conn.opts.reconnect:
         raise errors.Error("nats: force_reconnect needs reconnect=True")
     sock = conn._sock

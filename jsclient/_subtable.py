@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
-from jsclient._io.options import CLOSED, DRAINING
+from jsclient._io.options import CLOSED, check_open
 from jsclient._threads import remaining as _left
 from jsclient.msg import Msg
 from jsclient.protocol import commands
@@ -47,16 +47,6 @@ class InternalSub(SubState):
         super().__init__(sid, 1 << 62, 1 << 62, 0, handler)
         self.subject = subject
         self.queue = None
-
-
-def check_open(conn: Connection) -> None:
-    """Raise unless ``conn`` takes new work: closed, draining, or a forked child's copy."""
-    conn.check_owner()
-    status = conn.status
-    if status is CLOSED:
-        raise errors.ConnectionClosedError()
-    if status is DRAINING:
-        raise errors.ConnectionDrainingError()
 
 
 class SubTable:

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import _fork, _impl, _reconnect, _request, errors
 from jsclient._client_state import ClientState
+from jsclient._io.options import check_open
 from jsclient._mux import RequestMux
 from jsclient._outbound import Outbound
 from jsclient._request_many import request_many as _request_many
-from jsclient._subtable import SubTable, check_open
+from jsclient._subtable import SubTable
 from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
 from jsclient.connection import (
     CLOSED,

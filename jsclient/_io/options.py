@@ -1,4 +1,4 @@
-"""Connection options and the connection's states."""
+"""Connection options, the connection's states, and the check that it takes new work."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from jsclient import errors
 
 # Connection states (compared by identity: ``status is CONNECTED``).
 CONNECTING = "CONNECTING"
@@ -71,3 +73,13 @@ class Options:
     jetstream_domain: str | None = None
     jetstream_api_prefix: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def check_open(conn: Any) -> None:
+    """Raise unless ``conn`` takes new work: closed, draining, or a forked child's copy."""
+    conn.check_owner()
+    status = conn.status
+    if status is CLOSED:
+        raise errors.ConnectionClosedError()
+    if status is DRAINING:
+        raise errors.ConnectionDrainingError()

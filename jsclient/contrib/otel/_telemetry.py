@@ -159,10 +159,7 @@ class Telemetry:
 
     def publish_count(self, client: Any, subject: str) -> tuple[dict[str, Any], Callable[[], Any]]:
         """A core publish's metric attributes (shared) and its sent-messages counter."""
-        try:
-            prefix: str = client._opts.inbox_prefix
-        except AttributeError:
-            prefix = "_INBOX"
+        prefix = inbox_prefix(client)
         key = (subject, prefix)
         found = self._publish_counts.get(key)
         if found is None:
@@ -205,10 +202,7 @@ class Telemetry:
         metric_dest: str | None,
     ) -> dict[str, Any]:
         """The metric attributes of a send whose span is not made (shared: copy before changing)."""
-        try:
-            prefix = client._opts.inbox_prefix
-        except AttributeError:
-            prefix = "_INBOX"
+        prefix = inbox_prefix(client)
         key = (op_name, subject, span_dest, metric_dest, prefix)
         m_attrs = self._metric_shapes.get(key)
         if m_attrs is None:
@@ -386,12 +380,17 @@ def internal_subject(client: Any, subject: str) -> bool:
     return is_inbox(client, subject)
 
 
-def is_inbox(client: Any, subject: str) -> bool:
+def inbox_prefix(client: Any) -> str:
+    """The client's inbox prefix (``_INBOX`` for an object without options)."""
     try:
         prefix: str = client._opts.inbox_prefix
     except AttributeError:
         prefix = "_INBOX"
-    return subject.startswith(prefix + ".")
+    return prefix
+
+
+def is_inbox(client: Any, subject: str) -> bool:
+    return subject.startswith(inbox_prefix(client) + ".")
 
 
 @lru_cache(maxsize=64)
