@@ -71,6 +71,7 @@ cdef class SubState:
     cdef public list _batch
     cdef public long long _batch_bytes
     cdef public object _q
+    cdef public object _taker
 
     def __init__(self, sid, long long pending_msgs_limit, long long pending_bytes_limit,
                  long long max_msgs, handler=None):
@@ -90,6 +91,7 @@ cdef class SubState:
         self._batch = []
         self._batch_bytes = 0
         self._q = queue.SimpleQueue()
+        self._taker = None
 
     def _flush_batch(self):
         """Hand the collected messages to the consumer in one queue put."""
@@ -107,6 +109,10 @@ cdef inline void _flush(SubState s) except *:
         s._batch = []
         s._q.put((batch, s._batch_bytes))
         s._batch_bytes = 0
+        taker = s._taker
+        if taker is not None:
+            (<Reply?>taker).done = True
+            _wake(<Reply?>taker)
 
 
 cdef inline object _new_msg(object msg_type, bint fast, object owner, object subject,
@@ -204,13 +210,15 @@ cdef class Reply:
     cdef public bint lead
     cdef public object lock
     cdef public object msg
+    cdef public bint taker
 
-    def __init__(self):
+    def __init__(self, bint taker=False):
         self.lock = threading.Lock()
         self.lock.acquire()
         self.msg = None
         self.done = False
         self.lead = False
+        self.taker = taker
 
     def deliver(self, msg):
         self.msg = msg

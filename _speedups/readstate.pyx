@@ -33,6 +33,7 @@ WAKE = 1
 WAIT = 2
 WOULD_BLOCK = -1
 HANDOFF = -2
+DEEP_AFTER = 0.01
 
 
 cdef inline void _acquire(PyThread_type_lock lock) noexcept:
@@ -58,6 +59,9 @@ cdef class ReadState:
     cdef public object leader
     cdef public list waiters
     cdef public double linger_since
+    cdef public bint linger_taker
+    cdef public double lead_since
+    cdef public bint deep
     cdef PyThread_type_lock _lock
 
     def __cinit__(self, *args, **kwargs):
@@ -83,6 +87,9 @@ cdef class ReadState:
         self.leader = None
         self.waiters = []
         self.linger_since = 0.0
+        self.linger_taker = False
+        self.lead_since = 0.0
+        self.deep = False
 
     # -- reading (role holder) -------------------------------------------------
 
@@ -144,10 +151,9 @@ cdef class ReadState:
     def join(self, waiter):
         _acquire(self._lock)
         try:
-            if self.role == LINGER and not self.backlog and self.broken is None:
-                self.role = LEADER
-                self.leader = waiter
-                waiter.lead = True
+            if (self.role == LINGER and not self.backlog and self.broken is None
+                    and (self.linger_taker or not waiter.taker)):
+                self._grant(waiter)
                 return LEAD
             self.waiters.append(waiter)
             return WAKE if self.role == READER else WAIT
@@ -165,11 +171,15 @@ cdef class ReadState:
                 return False
             self.leader = None
             if not self.backlog and self.broken is None:
-                if self._give():
+                if self._give(False):
                     return False
                 if keep:
                     self.role = LINGER
                     self.linger_since = monotonic()
+                    self.linger_taker = bool(waiter.taker)
+                    if self.deep:
+                        self.deep = False
+                        return True
                     return False
             self.role = READER
             return True
@@ -185,23 +195,51 @@ cdef class ReadState:
         finally:
             PyThread_release_lock(self._lock)
 
+    def park_time(self, double deep):
+        _acquire(self._lock)
+        try:
+            if self.role == LEADER and monotonic() - self.lead_since >= DEEP_AFTER:
+                self.deep = True
+                return deep
+            self.deep = False
+            return self.linger
+        finally:
+            PyThread_release_lock(self._lock)
+
     def hand_over(self):
         _acquire(self._lock)
         try:
             if self.role != READER or self.backlog or self.broken is not None:
                 return False
-            return self._give()
+            return self._give(True)
         finally:
             PyThread_release_lock(self._lock)
 
-    cdef bint _give(self) except -1:
+    cdef bint _give(self, bint takers) except -1:
         cdef list waiters = self.waiters
-        while waiters:
-            w = waiters.pop(0)
-            if not w.done:
-                self.role = LEADER
-                self.leader = w
-                w.lead = True
-                w.wake()
-                return True
-        return False
+        cdef Py_ssize_t i = 0
+        pick = None
+        while i < len(waiters):
+            w = waiters[i]
+            if w.done:
+                del waiters[i]
+                continue
+            if not w.taker:
+                pick = w
+                break
+            if pick is None and takers:
+                pick = w
+            i += 1
+        if pick is None:
+            return False
+        waiters.remove(pick)
+        self._grant(pick)
+        pick.wake()
+        return True
+
+    cdef int _grant(self, waiter) except -1:
+        self.role = LEADER
+        self.leader = waiter
+        self.lead_since = monotonic()
+        waiter.lead = True
+        return 0

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from jsclient._mux import RequestMux
     from jsclient._threads import CallbackRunner, Scheduler
+    from jsclient.connection import Connection
     from jsclient.errors import MaxPayloadError
     from jsclient.protocol.headers import HeadersIn
 
@@ -33,6 +34,7 @@ class Core(Protocol):
     """What the layers above use of a connection (see the module docstring)."""
 
     _mux: RequestMux
+    _conn: Connection
     _callbacks: CallbackRunner
     _drainables: weakref.WeakSet[Any]
     _subs: dict[int, Any]

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from jsclient.protocol.delivery import SubState
 else:
     SubState = _impl.delivery.SubState
+_Reply = _impl.delivery.Reply
 
 _POLL = 1.0
 
@@ -113,6 +114,10 @@ class Subscription(SubState):
         if not self._closed:
             self._closed = True
             self._q.put(_Closed(error))
+            taker = self._taker
+            if taker is not None:
+                taker.done = True
+                taker.wake()
 
     def _end_in_forked_child(self, error: BaseException) -> None:
         """Fork hook (child): readers get ``error``, never the parent's buffered messages.
@@ -154,6 +159,23 @@ class Subscription(SubState):
             # exactly while a batch sits in the local deque.
             self._took(1, len(msg.data))
             return msg
+
+    def _await(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for something to take (then ``_take(0)``
+        has it), as a *taker* of the reading role: on a connection where
+        requesters may read the socket, this thread may too while it waits, so a
+        request for it wakes it directly instead of through the reader thread
+        (see :mod:`jsclient._io.reader`). For one taker at a time (a service's
+        handler threads take in turn); it returns early for no reason at worst.
+        """
+        waiter = _Reply(True)
+        self._taker = waiter
+        try:
+            if self._local or self._held or not self._q.empty():
+                return
+            self._client._conn.await_reply(waiter, time.monotonic() + timeout)
+        finally:
+            self._taker = None
 
     def _give_back(self, msgs: list[Msg]) -> None:
         """Put messages taken but not handed out back in front, in order (an

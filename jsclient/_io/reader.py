@@ -21,6 +21,13 @@ One thread at a time reads the socket, parses and routes (the *role*, kept by
   (a loop of requests from one thread) leads at once, with no wake-up of
   anyone; the parked reader thread takes the role back after that.
 
+A thread waiting for a subscription's queue may lead too (a *taker*,
+:meth:`jsclient.subscription.Subscription._await`, used by service handler
+threads): it reads until its queue has something, so a service alone in its
+process reads its own requests, one wake-up each. Requesters come first (see
+:mod:`jsclient.protocol.readstate`), so a requester in the same process keeps
+the role and the handler thread is woken by its queue.
+
 Interrupts: a ``KeyboardInterrupt`` (or any exception raised asynchronously
 into a requesting thread) can land between any two steps of a requester's
 code. Each step that reads, parses or routes is one call of the Cython twin
@@ -153,7 +160,8 @@ class Reader:
         return -1 if n == WOULD_BLOCK else n
 
     def _park(self, sock: socket.socket) -> None:
-        """A requester reads: wait on the wake-up socket for up to LINGER, then look again."""
+        """A requester reads: wait on the wake-up socket for up to LINGER, or up to
+        WAIT_SLICE once the lead has lasted (its end wakes this thread), then look again."""
         wake = self.link._wake_r
         if wake is None:
             time.sleep(LINGER)
@@ -161,7 +169,7 @@ class Reader:
         poller = self._park_poller
         if poller is None:
             poller = self._park_poller = _poller_for(wake)
-        if poller.poll(LINGER * 1000):
+        if poller.poll(self.rs.park_time(WAIT_SLICE) * 1000):
             self.drain_wake()
 
     def drain_wake(self) -> None:
@@ -176,7 +184,8 @@ class Reader:
     # -- requesters ------------------------------------------------------------
 
     def await_reply(self, waiter: Any, deadline: float | None) -> bool:
-        """Wait for ``waiter`` (a request's :class:`Reply`); True when it was delivered.
+        """Wait for ``waiter`` (a request's :class:`Reply`, or a taker's); True when it
+        was delivered (the taker's queue has something).
 
         Reads the socket on this thread when allowed (see the module docstring).
         """

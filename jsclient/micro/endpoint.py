@@ -41,6 +41,7 @@ __all__ = ["Endpoint", "Handler"]
 Handler = Callable[[Request], Any]
 
 _POLL = 1.0  # longest single wait of a handler thread
+_END = object()  # _next: the subscription ended
 
 
 class _EndpointSubscription(Subscription):
@@ -152,29 +153,45 @@ class Endpoint:
     # -- handler threads ----------------------------------------------------
 
     def _work(self) -> None:
-        sub = self._sub
         if self.threads == 1:  # the only taker: no take lock
             while True:
-                try:
-                    msg = sub.next_msg(_POLL)
-                except errors.TimeoutError:
-                    continue
-                except BaseException:  # the end: stop/drain, or the connection closed
+                msg = self._next()
+                if msg is _END:
                     return
-                self._serve(msg)
+                if msg is not None:
+                    self._serve(msg)
         take_lock = self._take_lock
         while True:
             if not take_lock.acquire(timeout=_POLL):
                 continue
             try:
-                msg = sub.next_msg(_POLL)
-            except errors.TimeoutError:
-                continue
-            except BaseException:
-                return
+                msg = self._next()
             finally:
                 take_lock.release()
-            self._serve(msg)
+            if msg is _END:
+                return
+            if msg is not None:
+                self._serve(msg)
+
+    def _next(self) -> Any:
+        """The next request, None when none came within _POLL, or _END (stop/drain,
+        or the connection closed). Waits as a taker of the reading role
+        (``Subscription._await``): alone in its process, the handler thread
+        reads its requests itself."""
+        sub = self._sub
+        try:
+            return sub.next_msg(0)
+        except errors.TimeoutError:
+            pass
+        except BaseException:
+            return _END
+        try:
+            sub._await(_POLL)
+            return sub.next_msg(0)
+        except errors.TimeoutError:
+            return None
+        except BaseException:
+            return _END
 
     def _serve(self, msg: Msg) -> None:
         req = Request(msg, self)

@@ -108,6 +108,11 @@ class SubState:
     leading subject characters to drop to get the token) make a ``_handler``
     subscription a request/reply mux that ``route`` dispatches itself; the
     owner sets them after construction.
+
+    ``_taker`` (a :class:`Reply` made with ``taker=True``, or None) is a
+    thread waiting for this queue: each put of a batch sets its ``done`` and
+    wakes it, so it may wait in the reading role instead of on the queue
+    (:meth:`jsclient.subscription.Subscription._await`).
     """
 
     def __init__(
@@ -135,6 +140,7 @@ class SubState:
         self._batch_bytes = 0
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._took_lock = threading.Lock()
+        self._taker: Any = None  # a Reply(taker=True) waiting for this queue, see _flush_batch
 
     def _took(self, n: int, nbytes: int) -> None:
         """Count ``n`` messages of ``nbytes`` payload bytes handed out (or, with a
@@ -150,6 +156,10 @@ class SubState:
             self._batch = []
             self._q.put((batch, self._batch_bytes))
             self._batch_bytes = 0
+            taker = self._taker
+            if taker is not None:  # a thread waits for this queue, maybe reading the socket
+                taker.done = True
+                taker.wake()
 
 
 def route(
@@ -281,16 +291,21 @@ class Reply:
     ``wake`` with ``lead`` set hands the waiting thread the reading role (see
     :meth:`jsclient.protocol.readstate.ReadState.join`). Either may find the
     lock released already, so a second release is ignored.
+
+    With ``taker=True`` it is a thread waiting for a subscription's queue
+    instead (``SubState._taker``): done when a batch is put; it yields the
+    reading role to requesters (see the readstate module).
     """
 
-    __slots__ = ("done", "lead", "lock", "msg")
+    __slots__ = ("done", "lead", "lock", "msg", "taker")
 
-    def __init__(self) -> None:
+    def __init__(self, taker: bool = False) -> None:
         self.lock = threading.Lock()
         self.lock.acquire()
         self.msg: Any = None
         self.done = False
         self.lead = False
+        self.taker = taker
 
     def deliver(self, msg: Any) -> None:
         self.msg = msg

@@ -10,6 +10,21 @@ who may read the socket (the *role*): the reader thread (READER), a thread
 waiting for a reply (LEADER, see ``join``), or nobody for a short while
 after a lead ended (LINGER), so that the next request takes the role at once.
 
+Two kinds of thread wait in the role: requesters (a :class:`Reply`) and
+takers (``Reply(taker=True)``: a thread waiting for a subscription's queue,
+such as a service's handler thread). Requesters come first: a lead ending
+passes the role to a waiting requester only, a linger a requester left is
+taken by the next requester only, and the reader thread's ``hand_over``
+prefers requesters. So a requester and a handler thread in one process keep
+the role with the requester (the handler is woken by its queue, as with the
+reader thread), and a handler thread alone in its process reads its own
+requests, one wake-up each.
+
+While a thread leads, the reader thread parks and looks again every linger;
+once a lead has lasted ``DEEP_AFTER`` it waits for a wake-up instead
+(``park_time``), and the lead's end wakes it (``leave`` returns True), so an
+idle handler thread that leads costs no wake-ups of the reader thread.
+
 The Cython twin is what makes a requesting thread's reads safe against
 interrupts (``KeyboardInterrupt``, or any exception raised into that thread
 asynchronously): its ``read`` with ``full=False`` and the role methods are
@@ -39,6 +54,8 @@ WAIT = 2  # wait; a leader will hand the role over (or the reply comes)
 #: ``ReadState.read`` results besides the number of bytes read.
 WOULD_BLOCK = -1
 HANDOFF = -2  # stopped at a frame for the reader thread; it is in the backlog
+#: How long a lead lasts before the parked reader thread waits for a wake-up.
+DEEP_AFTER = 0.01
 
 
 class ReadState:
@@ -65,6 +82,9 @@ class ReadState:
         self.leader: Any = None
         self.waiters: list[Any] = []
         self.linger_since = 0.0
+        self.linger_taker = False  # the linger is a taker's: the next taker may lead
+        self.lead_since = 0.0
+        self.deep = False  # the reader thread waits for a wake-up (see park_time)
         self._lock = threading.Lock()
 
     # -- reading (role holder) -------------------------------------------------
@@ -131,12 +151,16 @@ class ReadState:
     # -- the role (any thread) -------------------------------------------------
 
     def join(self, waiter: Any) -> int:
-        """A requester waits for ``waiter``'s reply: LEAD, WAKE or WAIT (see the constants)."""
+        """A requester waits for ``waiter``'s reply (a taker for its queue):
+        LEAD, WAKE or WAIT (see the constants)."""
         with self._lock:
-            if self.role == LINGER and not self.backlog and self.broken is None:
-                self.role = LEADER
-                self.leader = waiter
-                waiter.lead = True
+            if (
+                self.role == LINGER
+                and not self.backlog
+                and self.broken is None
+                and (self.linger_taker or not waiter.taker)
+            ):
+                self._grant(waiter)
                 return LEAD
             self.waiters.append(waiter)
             return WAKE if self.role == READER else WAIT
@@ -157,11 +181,15 @@ class ReadState:
                 return False
             self.leader = None
             if not self.backlog and self.broken is None:
-                if self._give():
+                if self._give(False):
                     return False
                 if keep:
                     self.role = LINGER
                     self.linger_since = time.monotonic()
+                    self.linger_taker = bool(waiter.taker)
+                    if self.deep:  # the reader thread waits for a wake-up: it times the linger
+                        self.deep = False
+                        return True
                     return False
             self.role = READER
             return True
@@ -173,22 +201,51 @@ class ReadState:
                 self.role = READER
             return self.role == READER
 
+    def park_time(self, deep: float) -> float:
+        """Reader thread, the role being elsewhere: how long to wait for a wake-up
+        before ``reclaim`` again: the linger, or ``deep`` once a lead has lasted
+        DEEP_AFTER (its end wakes the reader thread then, see ``leave``)."""
+        with self._lock:
+            if self.role == LEADER and time.monotonic() - self.lead_since >= DEEP_AFTER:
+                self.deep = True
+                return deep
+            self.deep = False
+            return self.linger
+
     def hand_over(self) -> bool:
-        """Reader thread, between reads: give the role to a waiting requester."""
+        """Reader thread, between reads: give the role to a waiting requester, else taker."""
         with self._lock:
             if self.role != READER or self.backlog or self.broken is not None:
                 return False
-            return self._give()
+            return self._give(True)
 
-    def _give(self) -> bool:
-        # With the lock held: the first waiter still waiting leads.
+    def _give(self, takers: bool) -> bool:
+        # With the lock held: the first requester still waiting leads, else
+        # (``takers``) the first taker; waiters already done are dropped.
         waiters = self.waiters
-        while waiters:
-            w = waiters.pop(0)
-            if not w.done:
-                self.role = LEADER
-                self.leader = w
-                w.lead = True
-                w.wake()
-                return True
-        return False
+        pick = None
+        i = 0
+        while i < len(waiters):
+            w = waiters[i]
+            if w.done:
+                del waiters[i]
+                continue
+            if not w.taker:
+                pick = w
+                break
+            if pick is None and takers:
+                pick = w
+            i += 1
+        if pick is None:
+            return False
+        waiters.remove(pick)
+        self._grant(pick)
+        pick.wake()
+        return True
+
+    def _grant(self, waiter: Any) -> None:
+        # With the lock held: ``waiter`` leads from now.
+        self.role = LEADER
+        self.leader = waiter
+        self.lead_since = time.monotonic()
+        waiter.lead = True

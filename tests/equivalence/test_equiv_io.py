@@ -468,3 +468,76 @@ def test_a_leader_with_a_backlog_hands_back_to_the_reader(impl: SimpleNamespace)
     assert not rs.hand_over()  # nor while the backlog waits
     rs.flush_backlog()
     assert rs.hand_over() and rs.leader is y
+
+
+def test_requesters_come_before_takers(impl: SimpleNamespace) -> None:
+    d = impl.delivery
+    r = impl.readstate
+    rs, _, _ = _read_state(impl)
+    rs.linger = 10.0  # no linger ends by itself here
+    t, q = d.Reply(True), d.Reply()
+    assert t.taker and not q.taker
+    assert rs.join(t) == r.WAKE and rs.join(q) == r.WAKE
+    assert rs.hand_over() and rs.leader is q  # the requester first, though it came later
+    assert rs.waiters == [t] and t.lock.locked()  # the taker waits on
+    assert not rs.leave(q, True) and rs.role == r.LINGER  # not passed to the taker: it lingers
+    assert rs.waiters == [t] and not t.lead
+    assert rs.join(d.Reply(True)) == r.WAIT  # a requester's linger is for a requester
+    q2 = d.Reply()
+    assert rs.join(q2) == r.LEAD and rs.leader is q2
+    rs.waiters.clear()
+    assert not rs.leave(q2, True) and rs.role == r.LINGER
+    assert rs.reclaim() is False
+    t2 = d.Reply(True)
+    assert rs.join(t2) == r.WAIT
+    assert rs.leave(t2, True) is False and rs.waiters == []  # gave up waiting
+
+
+def test_a_taker_leads_and_its_linger_is_for_anyone(impl: SimpleNamespace) -> None:
+    d = impl.delivery
+    r = impl.readstate
+    rs, _, _ = _read_state(impl)
+    rs.linger = 10.0
+    t = d.Reply(True)
+    assert rs.join(t) == r.WAKE
+    assert rs.hand_over() and rs.leader is t and t.lead  # no requester waits: the taker leads
+    assert not rs.leave(t, True) and rs.role == r.LINGER  # its queue had something
+    t2 = d.Reply(True)
+    assert rs.join(t2) == r.LEAD  # the same handler thread, back for the next request
+    assert not rs.leave(t2, True) and rs.role == r.LINGER
+    q = d.Reply()
+    assert rs.join(q) == r.LEAD  # a requester may take a taker's linger too
+    t3 = d.Reply(True)
+    assert rs.join(t3) == r.WAIT
+    assert not rs.leave(q, True) and rs.role == r.LINGER and rs.waiters == [t3]
+    rs.linger = 0.0
+    assert rs.reclaim() and rs.hand_over() and rs.leader is t3  # the reader passes it on
+
+
+def test_the_reader_parks_deep_under_a_long_lead(impl: SimpleNamespace) -> None:
+    d = impl.delivery
+    r = impl.readstate
+    rs, _, _ = _read_state(impl)
+    t = d.Reply(True)
+    rs.join(t)
+    rs.hand_over()
+    assert rs.park_time(1.0) == rs.linger and not rs.deep  # a fresh lead: look every linger
+    rs.lead_since -= r.DEEP_AFTER
+    assert rs.park_time(1.0) == 1.0 and rs.deep  # a long one: wait for a wake-up
+    assert rs.leave(t, True) is True  # so its end wakes the reader thread to time the linger
+    assert rs.role == r.LINGER and not rs.deep
+    assert rs.park_time(1.0) == rs.linger
+
+
+def test_a_batch_for_a_waiting_taker_wakes_it(impl: SimpleNamespace) -> None:
+    d = impl.delivery
+    rs, sub, _ = _read_state(impl)
+    t = d.Reply(True)
+    sub._taker = t
+    view = memoryview(bytearray(4096))
+    assert rs.read(ScriptedReader([b"MSG a 1 1\r\nx\r\n"]), view, 0, False) > 0
+    assert t.done and not t.lock.locked()
+    assert sub._q.get_nowait()[0][0].data == b"x"
+    sub._taker = None  # the taker went: the next batch is only queued
+    rs.route_all([(0, 1, "a", None, None, b"y", 1)])
+    assert sub._q.get_nowait()[0][0].data == b"y"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 from _js import wait_for
@@ -205,3 +206,151 @@ def test_close_releases_a_leading_request(nats_server: NatsServer) -> None:
     t.join(5)
     assert not t.is_alive() and time.monotonic() - t0 < 3
     assert len(box) == 1 and isinstance(box[0], errors.ConnectionClosedError | errors.TimeoutError)
+
+
+# -- service handler threads take the role too (as takers) ---------------------------
+
+
+def _count_leads(names: dict[str, int]) -> Any:
+    """Patch Reader._lead to count calls per calling thread's name prefix."""
+    orig = reader_mod.Reader._lead
+
+    def counting(
+        self: reader_mod.Reader, sock: object, waiter: object, deadline: float | None
+    ) -> bool:
+        name = threading.current_thread().name
+        key = "svc" if name.startswith("jsclient-svc-") else name
+        names[key] = names.get(key, 0) + 1
+        return orig(self, sock, waiter, deadline)  # type: ignore[arg-type]
+
+    return orig, counting
+
+
+def _echo_service(nc: jsclient.Client, subject: str) -> Any:
+    svc = nc.add_service("lead", "1.0.0")
+    svc.add_endpoint("ep", lambda req: req.respond(req.data), subject=subject)
+    nc.flush()
+    return svc
+
+
+def test_a_service_alone_on_its_connection_reads_its_own_requests(
+    nc: jsclient.Client, echo: jsclient.Client
+) -> None:
+    rs = nc._conn.rs
+    linger = rs.linger
+    rs.linger = 1.0  # a descheduled handler thread still finds its linger
+    leads: dict[str, int] = {}
+    orig, counting = _count_leads(leads)
+    with _echo_service(nc, "svc.alone"):
+        assert echo.request("svc.alone", b"w", timeout=5).data == b"w"
+        reader_mod.Reader._lead = counting  # type: ignore[method-assign]
+        try:
+            for i in range(200):
+                assert echo.request("svc.alone", b"%d" % i, timeout=5).data == b"%d" % i
+        finally:
+            reader_mod.Reader._lead = orig  # type: ignore[method-assign]
+            rs.linger = linger
+    if reader_mod.LEADER_READS:
+        # The handler thread read the socket for (almost) every request: one
+        # wake-up per request instead of the reader thread's and then its own.
+        assert leads.get("svc", 0) >= 150, leads
+    else:
+        assert leads == {}  # pure Python: only the reader thread reads
+
+
+def test_a_requester_keeps_the_role_beside_its_own_service(nc: jsclient.Client) -> None:
+    rs = nc._conn.rs
+    linger = rs.linger
+    rs.linger = 1.0
+    leads: dict[str, int] = {}
+    orig, counting = _count_leads(leads)
+    me = threading.current_thread().name
+    with _echo_service(nc, "svc.beside"):
+        for _ in range(3):
+            assert nc.request("svc.beside", b"w", timeout=5).data == b"w"
+        reader_mod.Reader._lead = counting  # type: ignore[method-assign]
+        try:
+            for i in range(200):
+                assert nc.request("svc.beside", b"%d" % i, timeout=5).data == b"%d" % i
+        finally:
+            reader_mod.Reader._lead = orig  # type: ignore[method-assign]
+            rs.linger = linger
+    if reader_mod.LEADER_READS:
+        # Requesters come first: the requesting thread reads both the request
+        # (handing it to the handler thread's queue) and the reply; the handler
+        # thread does not take the role from it.
+        assert leads.get(me, 0) >= 190 and leads.get("svc", 0) <= 10, leads
+    else:
+        assert leads == {}
+
+
+def test_an_idle_service_leaves_the_reader_thread_asleep(nc: jsclient.Client) -> None:
+    parks = 0
+    reader = nc._conn.reader
+    orig = reader._park
+
+    def counting(sock: Any) -> None:
+        nonlocal parks
+        parks += 1
+        orig(sock)
+
+    with _echo_service(nc, "svc.idle"):
+        time.sleep(0.2)  # the handler thread leads by now (with the speedups)
+        reader._park = counting  # type: ignore[method-assign]
+        try:
+            time.sleep(1.0)
+        finally:
+            del reader._park
+    # A lead past DEEP_AFTER parks the reader thread until the lead ends, instead
+    # of waking it every linger (1 ms: about 1000 times in this second).
+    assert parks < 50, parks
+
+
+def test_frames_for_the_reader_thread_while_a_handler_thread_leads(
+    nc: jsclient.Client, echo: jsclient.Client
+) -> None:
+    sub = nc.subscribe("plain.lead")
+    with _echo_service(nc, "svc.frames"):
+        for _ in range(5):
+            time.sleep(0.1)  # a long lead: the reader thread parks until woken
+            t0 = time.monotonic()
+            nc.flush(timeout=5)  # its PONG is for the reader thread
+            echo.publish("plain.lead", b"p")
+            echo.flush()
+            assert sub.next_msg(timeout=5).data == b"p"
+            assert time.monotonic() - t0 < 0.5
+            assert echo.request("svc.frames", b"r", timeout=5).data == b"r"
+
+
+def test_server_restart_while_a_handler_thread_leads(
+    nats_server: NatsServer, nc: jsclient.Client
+) -> None:
+    with _echo_service(nc, "svc.restart"):
+        time.sleep(0.2)
+        nats_server.kill()
+        nats_server.start()
+        assert wait_for(lambda: nc.is_connected, timeout=10)
+        with jsclient.connect(nats_server.url) as peer:
+
+            def answered() -> bool:
+                try:
+                    return bool(peer.request("svc.restart", b"b", timeout=1).data == b"b")
+                except errors.Error:
+                    return False
+
+            assert wait_for(answered, timeout=10)
+
+
+def test_close_ends_a_leading_handler_thread(nats_server: NatsServer) -> None:
+    nc = jsclient.connect(nats_server.url)
+    svc = _echo_service(nc, "svc.close")
+    time.sleep(0.2)
+    workers = [t for t in threading.enumerate() if t.name.startswith("jsclient-svc-lead-")]
+    assert workers
+    t0 = time.monotonic()
+    nc.close()
+    for t in workers:
+        t.join(5)
+    assert not any(t.is_alive() for t in workers)
+    assert time.monotonic() - t0 < 3
+    del svc
