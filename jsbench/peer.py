@@ -59,11 +59,17 @@ def main(argv: list[str]) -> int:
 class EchoPeer:
     """Starts the peer process and stops it again (a context manager)."""
 
+    what = "the echo peer"
+
     def __init__(
         self, url: str, subject: str = ECHO_SUBJECT, timeout: float = 30.0, replies: int = 1
     ) -> None:
+        self._start(module_command("jsbench.peer", [url, subject, str(replies)]), timeout)
+
+    def _start(self, command: list[str], timeout: float) -> None:
+        """Start ``command`` and wait until it prints ``ready`` (a peer of another kind too)."""
         self.proc = subprocess.Popen(
-            module_command("jsbench.peer", [url, subject, str(replies)]),
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -80,7 +86,11 @@ class EchoPeer:
         threading.Thread(target=read_ready, name="echo-peer-ready", daemon=True).start()
         if not ready.wait(timeout) or not line[0].startswith("ready"):
             self.stop()
-            raise RuntimeError("the echo peer did not start")
+            raise RuntimeError(f"{self.what} did not start")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
 
     def stop(self) -> None:
         if self.proc.poll() is None:

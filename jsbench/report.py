@@ -31,9 +31,11 @@ class ClientStats:
     rss_start_mb: float | None = None
     rss_peak_mb: float | None = None
     #: CPU µs per message: the client process's during the workload, and the
-    #: server's during the run (medians over rounds; None where not measured).
+    #: server's during the run (medians over rounds; None where not measured);
+    #: ``peer_cpu_us``: a peer process the row started (a service host)'s.
     cpu_us: float | None = None
     server_cpu_us: float | None = None
+    peer_cpu_us: float | None = None
     runs: list[float] = field(default_factory=list)
     error: str | None = None  # the last failure, also when other rounds succeeded
     reason: str | None = None  # why "n/a"
@@ -139,6 +141,7 @@ def client_stats(
         rss_peak_mb=mb(_median(r.rss_peak for r in runs)),
         cpu_us=per_msg(_median(r.cpu for r in runs)),
         server_cpu_us=per_msg(_median(r.server_cpu for r in runs)),
+        peer_cpu_us=per_msg(_median(r.peer_cpu for r in runs)),
         runs=[r.rate for r in runs],
         error=error,
     )
@@ -276,8 +279,9 @@ def _memory_cell(st: ClientStats) -> str | None:
 def _cpu_cell(st: ClientStats) -> str | None:
     if st.cpu_us is None:
         return None
+    peer = f" +{st.peer_cpu_us:.2f} peer" if st.peer_cpu_us is not None else ""
     srv = f" ({st.server_cpu_us:.2f})" if st.server_cpu_us is not None else ""
-    return f"{st.cpu_us:.2f}{srv}"
+    return f"{st.cpu_us:.2f}{peer}{srv}"
 
 
 def memory_table(outcomes: Sequence[Outcome]) -> str:
@@ -290,7 +294,9 @@ def cpu_table(outcomes: Sequence[Outcome]) -> str:
 
     The server and the clients share the machine's cores: a row whose server
     CPU time per message is close to its wall time per message (1 / rate) is
-    bound by the server, whatever the client does.
+    bound by the server, whatever the client does. A row whose peer process
+    (``svc-echo``'s service host) ran the client library too shows that
+    process's CPU after the client's: ``12.30 +20.10 peer (8.40)``.
     """
     return _per_client_table(outcomes, "CPU µs/msg (server)", _cpu_cell)
 

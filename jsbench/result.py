@@ -21,7 +21,9 @@ class Result:
     spent in the workload, filled in by the child runner; ``server_cpu`` is
     what the server process spent meanwhile (the whole child run), filled in by
     the parent when it knows the server's pid. Per message, they show which
-    side a row's rate is bound by.
+    side a row's rate is bound by. ``peer_cpu`` is what a peer process the
+    workload started itself spent during the measured part (the service host
+    of ``svc-echo``), filled in by the workload; None where there is none.
     """
 
     rate: float
@@ -31,6 +33,7 @@ class Result:
     rss_peak: int | None = None
     cpu: float | None = None
     server_cpu: float | None = None
+    peer_cpu: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,6 +48,7 @@ class Result:
             rss_peak=_opt_int(d.get("rss_peak")),
             cpu=_opt_float(d.get("cpu")),
             server_cpu=_opt_float(d.get("server_cpu")),
+            peer_cpu=_opt_float(d.get("peer_cpu")),
         )
 
 

@@ -2,18 +2,24 @@
 
 Each function runs in a fresh process of its own (see :mod:`jsbench.runner`).
 
-- Service rows: the service and its requesters share one connection in the
-  measured process, as a worker that also calls its own endpoints would.
-  jsclient's handlers run on the endpoint's handler threads (``threads=``);
-  nats-py's ``nats.micro`` and natsio's ``natsio.micro`` run theirs on the
-  connection's event loop, one request at a time per endpoint (a subscription
-  callback), so how a handler runs blocking work is the user's choice
-  (``mode``): ``blocking`` calls it in the handler (their default),
-  ``executor`` awaits ``loop.run_in_executor(None, ...)`` in the handler (the
-  event loop stays free, but the next request waits for this one), ``task``
-  starts a task per request that does the same and replies (requests run side
-  by side). The loop's default executor is a ``ThreadPoolExecutor`` of
-  :data:`REQUESTERS` threads, as many as jsclient's handler threads.
+- ``svc-echo``: the service runs in a process of its own
+  (:mod:`jsbench.svc_peer`, started here), hosted by the row's own client
+  library, as services are deployed (a worker hosts endpoints, a web process
+  calls them); the measured process only sends requests. The service
+  process's CPU time during the measured part is the result's ``peer_cpu``.
+- The other service rows (``svc-echo-local``, ``svc-io-*``): the service and
+  its requesters share one connection in the measured process, as a worker
+  that also calls its own endpoints would. jsclient's handlers run on the
+  endpoint's handler threads (``threads=``); nats-py's ``nats.micro`` and
+  natsio's ``natsio.micro`` run theirs on the connection's event loop, one
+  request at a time per endpoint (a subscription callback), so how a handler
+  runs blocking work is the user's choice (``mode``): ``blocking`` calls it in
+  the handler (their default), ``executor`` awaits
+  ``loop.run_in_executor(None, ...)`` in the handler (the event loop stays
+  free, but the next request waits for this one), ``task`` starts a task per
+  request that does the same and replies (requests run side by side). The
+  loop's default executor is a ``ThreadPoolExecutor`` of :data:`REQUESTERS`
+  threads, as many as jsclient's handler threads.
 - Request-many: one request answered by :data:`RESPONDERS` replies from the
   echo peer process (:mod:`jsbench.peer`, started here), so the responder's
   cost is outside the measured process and the same for every client. A
@@ -27,10 +33,17 @@ import time
 from typing import Any
 
 from jsbench.peer import EchoPeer
-from jsbench.result import Result, percentiles
+from jsbench.result import Result, percentiles, process_cpu
+from jsbench.svc_peer import (
+    INFO_SUBJECT,
+    SERVICE,
+    VERSION,
+    ServicePeer,
+    add_aio_service,
+    aio_connect,
+)
 from jsbench.threads import shares
 
-SERVICE, VERSION = "bench", "1.0.0"
 ECHO_SUBJECT = "bench.svc.echo"
 IO_SUBJECT = "bench.svc.io"
 MANY_SUBJECT = "bench.many"
@@ -130,22 +143,6 @@ def nio_service(
     return _aio_service("natsio", url, n, size, io, requesters, mode)
 
 
-async def _add_service(client: str, nc: Any, subject: str, handler: Any) -> Any:
-    """A started service with one endpoint on ``subject``, its subscription at the server."""
-    if client == "nats-py":
-        from nats.micro import add_service
-
-        svc = await add_service(nc, name=SERVICE, version=VERSION)
-        await svc.add_endpoint(name="ep", subject=subject, handler=handler)
-    else:
-        from natsio.micro import add_service as nio_add_service
-
-        svc = nio_add_service(nc, name=SERVICE, version=VERSION)
-        svc.add_endpoint("ep", handler, subject=subject)
-    await nc.flush()
-    return svc
-
-
 def _aio_service(
     client: str, url: str, n: int, size: int, io: bool, requesters: int, mode: str
 ) -> Result:
@@ -159,14 +156,7 @@ def _aio_service(
     wait = IO_WAIT if io else 0.0
 
     async def run() -> tuple[float, list[float]]:
-        if client == "nats-py":
-            import nats
-
-            nc = await nats.connect(url)
-        else:
-            import natsio
-
-            nc = await natsio.connect(url)
+        nc = await aio_connect(client, url)
         loop = asyncio.get_running_loop()
         pool = ThreadPoolExecutor(REQUESTERS, thread_name_prefix="bench-handler")
         loop.set_default_executor(pool)
@@ -189,7 +179,7 @@ def _aio_service(
                     time.sleep(wait)  # blocks the event loop, as a sync database call does
                 await req.respond(req.data)
 
-        svc = await _add_service(client, nc, subject, handler)
+        svc = await add_aio_service(client, nc, subject, handler)
         await nc.request(subject, payload, timeout=_TIMEOUT)  # warm-up
 
         async def requests(count: int, lat: list[float]) -> None:
@@ -210,6 +200,71 @@ def _aio_service(
 
     dt, lat = asyncio.run(run())
     return Result(n / dt, *percentiles(lat))
+
+
+# -- services in a process of their own (svc-echo) ---------------------------------------
+
+
+def _cpu_between(pid: int, before: float | None) -> float | None:
+    after = process_cpu(pid)
+    return None if before is None or after is None else after - before
+
+
+def js_remote_echo(url: str, n: int, size: int) -> Result:
+    """``n`` sequential requests to the echo endpoint of a service hosted by jsclient in
+    the service peer process."""
+    import jsclient
+
+    payload = b"x" * size
+    with ServicePeer("jsclient", url, ECHO_SUBJECT) as peer, jsclient.connect(url) as nc:
+        nc.request(ECHO_SUBJECT, payload, timeout=_TIMEOUT)  # warm-up: the reply subscription
+        peer.check_info(nc.request(INFO_SUBJECT, b"", timeout=_TIMEOUT).data)
+        lat: list[float] = []
+        cpu0 = process_cpu(peer.pid)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            t = time.perf_counter()
+            nc.request(ECHO_SUBJECT, payload, timeout=_TIMEOUT)
+            lat.append(time.perf_counter() - t)
+        dt = time.perf_counter() - t0
+        peer_cpu = _cpu_between(peer.pid, cpu0)
+    return Result(n / dt, *percentiles(lat), peer_cpu=peer_cpu)
+
+
+def py_remote_echo(url: str, n: int, size: int) -> Result:
+    """nats-py: as :func:`js_remote_echo`, the service hosted by ``nats.micro``."""
+    return _aio_remote_echo("nats-py", url, n, size)
+
+
+def nio_remote_echo(url: str, n: int, size: int) -> Result:
+    """natsio: as :func:`js_remote_echo`, the service hosted by ``natsio.micro``."""
+    return _aio_remote_echo("natsio", url, n, size)
+
+
+def _aio_remote_echo(client: str, url: str, n: int, size: int) -> Result:
+    import asyncio
+
+    payload = b"x" * size
+
+    async def run(peer: ServicePeer) -> tuple[float, list[float], float | None]:
+        nc = await aio_connect(client, url)
+        await nc.request(ECHO_SUBJECT, payload, timeout=_TIMEOUT)  # warm-up
+        peer.check_info((await nc.request(INFO_SUBJECT, b"", timeout=_TIMEOUT)).data)
+        lat: list[float] = []
+        cpu0 = process_cpu(peer.pid)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            t = time.perf_counter()
+            await nc.request(ECHO_SUBJECT, payload, timeout=_TIMEOUT)
+            lat.append(time.perf_counter() - t)
+        dt = time.perf_counter() - t0
+        peer_cpu = _cpu_between(peer.pid, cpu0)
+        await nc.close()
+        return dt, lat, peer_cpu
+
+    with ServicePeer(client, url, ECHO_SUBJECT) as peer:
+        dt, lat, peer_cpu = asyncio.run(run(peer))
+    return Result(n / dt, *percentiles(lat), peer_cpu=peer_cpu)
 
 
 # -- request-many ------------------------------------------------------------------------

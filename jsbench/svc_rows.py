@@ -35,14 +35,31 @@ def svc_rows() -> list[Workload]:
     return [
         Workload(
             "svc-echo",
-            "service echo endpoint, one requester, sequential requests, 16 B, service and "
-            "requester on one connection (jsclient: handler thread; nats-py nats.micro, "
-            "natsio micro: the connection's event loop)",
-            {JSCLIENT: svc.js_service, NATS_PY: svc.py_service, NATSIO: svc.nio_service},
+            "service echo endpoint, one requester, sequential requests, 16 B; the service "
+            "runs in a process of its own, hosted by the requester's client library "
+            "(jsclient: add_service, one handler thread; nats-py nats.micro, natsio micro: "
+            "that process's event loop) and the measured process only sends requests, as "
+            "a web process calls a worker's endpoints (CPU '+N peer': the service process)",
+            {
+                JSCLIENT: svc.js_remote_echo,
+                NATS_PY: svc.py_remote_echo,
+                NATSIO: svc.nio_remote_echo,
+            },
             10_000,
             2_000,
             latency=True,
             targets=(Target(NATS_PY, 1.5),),
+        ),
+        Workload(
+            "svc-echo-local",
+            "service echo endpoint, one requester, sequential requests, 16 B, service and "
+            "requester on one connection, as a worker that calls its own endpoints "
+            "(jsclient: handler thread; nats-py nats.micro, natsio micro: the connection's "
+            "event loop)",
+            {JSCLIENT: svc.js_service, NATS_PY: svc.py_service, NATSIO: svc.nio_service},
+            10_000,
+            2_000,
+            latency=True,
         ),
         io_row(
             "svc-io-8",

@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import functools
 
-from jsbench import svc
+from jsbench import report, svc
+from jsbench.result import Result
 from jsbench.workloads import JSCLIENT, NATS_PY, NATSIO, Target, by_name, workloads
 
 
 def test_service_rows_are_registered_for_every_client() -> None:
-    echo = by_name("svc-echo")
+    echo = by_name("svc-echo")  # the service in a process of its own
     assert echo.fns == {
+        JSCLIENT: svc.js_remote_echo,
+        NATS_PY: svc.py_remote_echo,
+        NATSIO: svc.nio_remote_echo,
+    }
+    assert echo.latency and echo.targets == (Target(NATS_PY, 1.5),)
+    assert "process of its own" in echo.description
+    local = by_name("svc-echo-local")  # service and requester on one connection
+    assert local.fns == {
         JSCLIENT: svc.js_service,
         NATS_PY: svc.py_service,
         NATSIO: svc.nio_service,
     }
-    assert echo.latency and Target(NATS_PY, 1.5) in echo.targets
+    assert local.latency and local.targets == ()
+    assert "on one connection" in local.description
+    assert (echo.n, echo.quick_n, echo.size) == (local.n, local.quick_n, local.size)
     for name, mode, target in (
         ("svc-io-8", "task", Target(NATS_PY, 1.0)),  # nats-py's best: side by side
         ("svc-io-8-default", "blocking", Target(NATS_PY, 5.0)),
@@ -50,10 +61,27 @@ def test_service_rows_follow_the_core_rows() -> None:
     names = [w.name for w in workloads()]
     assert len(names) == len(set(names))
     start = names.index("core-request") + 1
-    assert names[start : start + 5] == [
+    assert names[start : start + 6] == [
         "svc-echo",
+        "svc-echo-local",
         "svc-io-8",
         "svc-io-8-default",
         "svc-io-8-executor",
         "request-many-100",
     ]
+
+
+def test_the_service_process_cpu_is_reported_per_request() -> None:
+    """svc-echo's ``peer_cpu`` (the service process's CPU) survives the child's JSON and
+    shows in the CPU table after the client's own, before the server's."""
+    runs = [
+        Result.from_dict(Result(100.0, cpu=0.5, server_cpu=0.2, peer_cpu=0.3).as_dict()),
+        Result.from_dict(Result(100.0, cpu=0.5, server_cpu=0.2, peer_cpu=0.3).as_dict()),
+    ]
+    st = report.client_stats(runs, n=10_000)
+    assert (st.cpu_us, st.peer_cpu_us, st.server_cpu_us) == (50.0, 30.0, 20.0)
+    assert report._cpu_cell(st) == "50.00 +30.00 peer (20.00)"
+    plain = report.client_stats([Result(100.0, cpu=0.5, server_cpu=0.2)], n=10_000)
+    assert plain.peer_cpu_us is None and report._cpu_cell(plain) == "50.00 (20.00)"
+    old = report.ClientStats(**{k: v for k, v in st.__dict__.items() if k != "peer_cpu_us"})
+    assert old.peer_cpu_us is None  # a report saved before the field still loads
