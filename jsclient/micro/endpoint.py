@@ -180,13 +180,8 @@ class Endpoint:
         reads its requests itself."""
         sub = self._sub
         try:
-            return sub.next_msg(0)
-        except errors.TimeoutError:
-            pass
-        except BaseException:
-            return _END
-        try:
-            sub._await(_POLL)
+            if not (sub._local or sub._held) and sub._q.empty():
+                sub._await(_POLL)
             return sub.next_msg(0)
         except errors.TimeoutError:
             return None
