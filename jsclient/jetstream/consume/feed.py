@@ -304,8 +304,10 @@ class Feed:
 
     def _seen_cseq(self, cseq: int) -> None:
         """A consumer sequence the server sent (a heartbeat's: the last it
-        delivered). Going back can only come from a reset this client did not
-        make: one WARNING; the session goes on with what the server sends."""
+        delivered). Going back comes from a reset this client did not make,
+        or from a server restart that restored the consumer's state from
+        before its last deliveries (a kill -9): one WARNING; the session goes
+        on with what the server sends."""
         if cseq < 0:
             return
         last = self.last_cseq
@@ -313,9 +315,9 @@ class Feed:
         if cseq < last:
             engine = self.engine
             log.warning(
-                "jsclient: consumer %s on stream %s was reset elsewhere (consumer "
-                "sequence %d after %d); going on with what the server delivers "
-                "from there (redelivered or skipped by the reset)",
+                "jsclient: consumer %s on stream %s was reset elsewhere or restored "
+                "by a server restart (consumer sequence %d after %d); going on with "
+                "what the server delivers from there (redelivered or skipped)",
                 engine.name,
                 engine.stream,
                 cseq,

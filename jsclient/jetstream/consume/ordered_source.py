@@ -63,7 +63,8 @@ def note_gap(oc: OrderedConsumerState, cseq: int, sseq: int) -> None:
     last = oc._last_cseq
     if 0 < cseq <= last:
         log.warning(
-            "jsclient: ordered consumer %s on stream %s was reset elsewhere (consumer "
+            "jsclient: ordered consumer %s on stream %s was reset elsewhere or restored "
+            "by a server restart (consumer "
             "sequence %d after %d, stream sequence %d after %d); recreating it after "
             "stream sequence %d",
             oc._name,
