@@ -215,9 +215,9 @@ class Connection:
         # The queue takes frames on its fast path only while connected.
         self.writer.set_open(status is CONNECTED or status is DRAINING)
 
-    def await_reply(self, waiter: Any, deadline: float | None) -> bool:
+    def await_reply(self, waiter: Any, deadline: float | None, claim: bool = True) -> bool:
         """Wait for a request's reply (see :meth:`Reader.await_reply`)."""
-        return self.reader.await_reply(waiter, deadline)
+        return self.reader.await_reply(waiter, deadline, claim)
 
     def wake_reader(self) -> None:
         w = self._wake_w

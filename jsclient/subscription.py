@@ -160,20 +160,22 @@ class Subscription(SubState):
             self._took(1, len(msg.data))
             return msg
 
-    def _await(self, timeout: float) -> None:
+    def _await(self, timeout: float, claim: bool) -> None:
         """Wait up to ``timeout`` seconds for something to take (then ``_take(0)``
         has it), as a *taker* of the reading role: on a connection where
         requesters may read the socket, this thread may too while it waits, so a
         request for it wakes it directly instead of through the reader thread
-        (see :mod:`jsclient._io.reader`). For one taker at a time (a service's
-        handler threads take in turn); it returns early for no reason at worst.
+        (see :mod:`jsclient._io.reader`). ``claim``: wake the reader thread to
+        take the role from it (else only a taker's linger or a hand-over after
+        a read gives it). For one taker at a time (a service's handler threads
+        take in turn); it returns early for no reason at worst.
         """
         waiter = _Reply(True)
         self._taker = waiter
         try:
             if self._local or self._held or not self._q.empty():
                 return
-            self._client._conn.await_reply(waiter, time.monotonic() + timeout)
+            self._client._conn.await_reply(waiter, time.monotonic() + timeout, claim)
         finally:
             self._taker = None
 

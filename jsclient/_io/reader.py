@@ -183,11 +183,13 @@ class Reader:
 
     # -- requesters ------------------------------------------------------------
 
-    def await_reply(self, waiter: Any, deadline: float | None) -> bool:
+    def await_reply(self, waiter: Any, deadline: float | None, claim: bool = True) -> bool:
         """Wait for ``waiter`` (a request's :class:`Reply`, or a taker's); True when it
         was delivered (the taker's queue has something).
 
         Reads the socket on this thread when allowed (see the module docstring).
+        ``claim`` False: do not wake the reader thread to get the role from it
+        (it may still hand the role over after its next read).
         """
         link = self.link
         sock = link._sock
@@ -197,7 +199,7 @@ class Reader:
         try:
             how = rs.join(waiter)
             if how != LEAD:
-                if how == WAKE:
+                if how == WAKE and claim:
                     link.wake_reader()
                 if not acquire(waiter.lock, deadline):
                     return bool(waiter.done)

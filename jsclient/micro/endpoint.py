@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
+from jsclient._io.reader import LINGER
 from jsclient._threads import log
 from jsclient.micro._types import EndpointInfo, EndpointStats
 from jsclient.micro.request import Request
@@ -42,6 +43,7 @@ Handler = Callable[[Request], Any]
 
 _POLL = 1.0  # longest single wait of a handler thread
 _END = object()  # _next: the subscription ended
+_QUICK_NS = int(LINGER * 1e9)  # a request handled within this leaves the reading role lingering
 
 
 class _EndpointSubscription(Subscription):
@@ -79,6 +81,7 @@ class Endpoint:
         self._last_error = ""
         self._processing_time = 0
         self._take_lock = threading.Lock()
+        self._quick = True  # the last request was handled within the role's linger (_next)
         self._sub: Subscription = nc._subscribe_as(
             _EndpointSubscription,
             subject,
@@ -177,11 +180,15 @@ class Endpoint:
         """The next request, None when none came within _POLL, or _END (stop/drain,
         or the connection closed). Waits as a taker of the reading role
         (``Subscription._await``): alone in its process, the handler thread
-        reads its requests itself."""
+        reads its requests itself. It claims the role from the reader thread
+        only after a quick request (shorter than the reading role's linger,
+        which a quick handler finds still there): after a slow one, taking the
+        role back would cost two more wake-ups than leaving the next request
+        to the reader thread."""
         sub = self._sub
         try:
             if not (sub._local or sub._held) and sub._q.empty():
-                sub._await(_POLL)
+                sub._await(_POLL, self._quick)
             return sub.next_msg(0)
         except errors.TimeoutError:
             return None
@@ -205,6 +212,7 @@ class Endpoint:
                     log.exception("jsclient: could not answer 500 on endpoint %r", self.name)
                     req._fail(f"500:{description}")
         elapsed = time.perf_counter_ns() - start
+        self._quick = elapsed < _QUICK_NS
         req._settle()  # not answered: counted now
         with self._lock:
             self._processing_time += elapsed

@@ -258,6 +258,31 @@ def test_a_service_alone_on_its_connection_reads_its_own_requests(
         assert leads == {}  # pure Python: only the reader thread reads
 
 
+def test_a_slow_handler_leaves_reading_to_the_reader_thread(
+    nc: jsclient.Client, echo: jsclient.Client
+) -> None:
+    def slow(req: Any) -> None:
+        time.sleep(0.005)  # longer than the role's linger: the reader thread has it back
+        req.respond(req.data)
+
+    leads: dict[str, int] = {}
+    orig, counting = _count_leads(leads)
+    with nc.add_service("slow", "1.0.0") as svc:
+        svc.add_endpoint("ep", slow, subject="svc.slow")
+        nc.flush()
+        assert echo.request("svc.slow", b"w", timeout=5).data == b"w"
+        reader_mod.Reader._lead = counting  # type: ignore[method-assign]
+        try:
+            for i in range(40):
+                assert echo.request("svc.slow", b"%d" % i, timeout=5).data == b"%d" % i
+        finally:
+            reader_mod.Reader._lead = orig  # type: ignore[method-assign]
+    # After a slow request the handler thread does not wake the reader thread
+    # to take the role back (two wake-ups more than the reader thread handing
+    # it the next request): it leads only when handed the role after a read.
+    assert leads.get("svc", 0) <= 5, leads
+
+
 def test_a_requester_keeps_the_role_beside_its_own_service(nc: jsclient.Client) -> None:
     rs = nc._conn.rs
     linger = rs.linger
