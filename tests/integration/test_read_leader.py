@@ -7,8 +7,10 @@ subscriptions, timeouts, reconnects and close.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -211,9 +213,15 @@ def test_close_releases_a_leading_request(nats_server: NatsServer) -> None:
 # -- service handler threads take the role too (as takers) ---------------------------
 
 
-def _count_leads(names: dict[str, int]) -> Any:
-    """Patch Reader._lead to count calls per calling thread's name prefix."""
+@contextlib.contextmanager
+def _leads_counted(nc: jsclient.Client, linger: float | None = None) -> Iterator[dict[str, int]]:
+    """Count Reader._lead calls per calling thread (handler threads as "svc") inside
+    the block; ``linger``: the connection's linger meanwhile (a descheduled thread
+    still finds its linger)."""
+    names: dict[str, int] = {}
     orig = reader_mod.Reader._lead
+    rs = nc._conn.rs
+    old_linger = rs.linger
 
     def counting(
         self: reader_mod.Reader, sock: object, waiter: object, deadline: float | None
@@ -223,7 +231,14 @@ def _count_leads(names: dict[str, int]) -> Any:
         names[key] = names.get(key, 0) + 1
         return orig(self, sock, waiter, deadline)  # type: ignore[arg-type]
 
-    return orig, counting
+    if linger is not None:
+        rs.linger = linger
+    reader_mod.Reader._lead = counting  # type: ignore[method-assign]
+    try:
+        yield names
+    finally:
+        reader_mod.Reader._lead = orig  # type: ignore[method-assign]
+        rs.linger = old_linger
 
 
 def _echo_service(nc: jsclient.Client, subject: str) -> Any:
@@ -236,20 +251,11 @@ def _echo_service(nc: jsclient.Client, subject: str) -> Any:
 def test_a_service_alone_on_its_connection_reads_its_own_requests(
     nc: jsclient.Client, echo: jsclient.Client
 ) -> None:
-    rs = nc._conn.rs
-    linger = rs.linger
-    rs.linger = 1.0  # a descheduled handler thread still finds its linger
-    leads: dict[str, int] = {}
-    orig, counting = _count_leads(leads)
     with _echo_service(nc, "svc.alone"):
         assert echo.request("svc.alone", b"w", timeout=5).data == b"w"
-        reader_mod.Reader._lead = counting  # type: ignore[method-assign]
-        try:
+        with _leads_counted(nc, linger=1.0) as leads:
             for i in range(200):
                 assert echo.request("svc.alone", b"%d" % i, timeout=5).data == b"%d" % i
-        finally:
-            reader_mod.Reader._lead = orig  # type: ignore[method-assign]
-            rs.linger = linger
     if reader_mod.LEADER_READS:
         # The handler thread read the socket for (almost) every request: one
         # wake-up per request instead of the reader thread's and then its own.
@@ -265,18 +271,13 @@ def test_a_slow_handler_leaves_reading_to_the_reader_thread(
         time.sleep(0.005)  # longer than the role's linger: the reader thread has it back
         req.respond(req.data)
 
-    leads: dict[str, int] = {}
-    orig, counting = _count_leads(leads)
     with nc.add_service("slow", "1.0.0") as svc:
         svc.add_endpoint("ep", slow, subject="svc.slow")
         nc.flush()
         assert echo.request("svc.slow", b"w", timeout=5).data == b"w"
-        reader_mod.Reader._lead = counting  # type: ignore[method-assign]
-        try:
+        with _leads_counted(nc) as leads:
             for i in range(40):
                 assert echo.request("svc.slow", b"%d" % i, timeout=5).data == b"%d" % i
-        finally:
-            reader_mod.Reader._lead = orig  # type: ignore[method-assign]
     # After a slow request the handler thread does not wake the reader thread
     # to take the role back (two wake-ups more than the reader thread handing
     # it the next request): it leads only when handed the role after a read.
@@ -284,22 +285,13 @@ def test_a_slow_handler_leaves_reading_to_the_reader_thread(
 
 
 def test_a_requester_keeps_the_role_beside_its_own_service(nc: jsclient.Client) -> None:
-    rs = nc._conn.rs
-    linger = rs.linger
-    rs.linger = 1.0
-    leads: dict[str, int] = {}
-    orig, counting = _count_leads(leads)
     me = threading.current_thread().name
     with _echo_service(nc, "svc.beside"):
         for _ in range(3):
             assert nc.request("svc.beside", b"w", timeout=5).data == b"w"
-        reader_mod.Reader._lead = counting  # type: ignore[method-assign]
-        try:
+        with _leads_counted(nc, linger=1.0) as leads:
             for i in range(200):
                 assert nc.request("svc.beside", b"%d" % i, timeout=5).data == b"%d" % i
-        finally:
-            reader_mod.Reader._lead = orig  # type: ignore[method-assign]
-            rs.linger = linger
     if reader_mod.LEADER_READS:
         # Requesters come first: the requesting thread reads both the request
         # (handing it to the handler thread's queue) and the reply; the handler
