@@ -123,6 +123,10 @@ class Reader:
                 if not rs.reclaim():
                     self._park(sock)
                     continue
+                if rs.waiters and rs.hand_over():
+                    # Back from a linger with a thread waiting for the role (a
+                    # taker does not wake this thread while a requester lingers).
+                    continue
                 n = self._read(sock)
                 if n == 0:
                     link.lost(sock, errors.UnexpectedEOF())

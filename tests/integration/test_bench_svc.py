@@ -71,7 +71,7 @@ def test_svc_echo_service_runs_in_a_process_of_its_own(
         assert peer.pid != os.getpid()
         with jsclient.connect(nats_server.url) as nc:
             assert nc.request(subject, b"hi", timeout=10).data == b"hi"
-            infos = list(nc.request_many(INFO_SUBJECT, b"", timeout=2, max_count=2))
+            infos = list(nc.request_many(INFO_SUBJECT, b"", timeout=5, max_count=2, stall=0.5))
             assert len(infos) == 1  # one service instance, and not in this process
             info = json.loads(infos[0].data)
             assert info["metadata"][PID] == str(peer.pid)

@@ -311,16 +311,36 @@ def test_an_idle_service_leaves_the_reader_thread_asleep(nc: jsclient.Client) ->
         parks += 1
         orig(sock)
 
+    rs = nc._conn.rs
     with _echo_service(nc, "svc.idle"):
-        time.sleep(0.2)  # the handler thread leads by now (with the speedups)
+        if reader_mod.LEADER_READS:  # the handler thread leads (its first wait may not)
+            assert wait_for(lambda: rs.role == _impl.readstate.LEADER, timeout=5)
         reader._park = counting  # type: ignore[method-assign]
         try:
-            time.sleep(1.0)
+            time.sleep(0.5)
         finally:
             del reader._park
     # A lead past DEEP_AFTER parks the reader thread until the lead ends, instead
-    # of waking it every linger (1 ms: about 1000 times in this second).
-    assert parks < 50, parks
+    # of waking it every linger (1 ms: 90 times or more in this half second).
+    assert parks < 25, parks
+
+
+def test_the_role_goes_to_the_handler_thread_when_a_requester_linger_ends(
+    nc: jsclient.Client,
+) -> None:
+    rs = nc._conn.rs
+    with _echo_service(nc, "svc.after"):
+        for _ in range(3):
+            # The handler thread waits for its next request while this thread
+            # holds the role or its linger: it does not lead then ...
+            assert nc.request("svc.after", b"r", timeout=5).data == b"r"
+            if not reader_mod.LEADER_READS:
+                continue
+            # ... but the reader thread hands it the role as the linger ends,
+            # not after its next read (up to a second on an idle connection).
+            assert wait_for(
+                lambda: rs.role == _impl.readstate.LEADER and rs.leader.taker, timeout=0.5
+            )
 
 
 def test_frames_for_the_reader_thread_while_a_handler_thread_leads(
@@ -328,8 +348,8 @@ def test_frames_for_the_reader_thread_while_a_handler_thread_leads(
 ) -> None:
     sub = nc.subscribe("plain.lead")
     with _echo_service(nc, "svc.frames"):
-        for _ in range(5):
-            time.sleep(0.1)  # a long lead: the reader thread parks until woken
+        for _ in range(3):
+            time.sleep(0.05)  # a long lead: the reader thread parks until woken
             t0 = time.monotonic()
             nc.flush(timeout=5)  # its PONG is for the reader thread
             echo.publish("plain.lead", b"p")
