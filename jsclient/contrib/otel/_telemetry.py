@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
@@ -164,10 +164,7 @@ class Telemetry:
         found = self._publish_counts.get(key)
         if found is None:
             m_attrs = self.metric_shape(client, SEND, subject, None, None)
-            found = (m_attrs, self.counter(self.sent, m_attrs))
-            if len(self._publish_counts) >= _MAX_SHAPES:
-                self._publish_counts.clear()
-            self._publish_counts[key] = found
+            found = _kept(self._publish_counts, key, (m_attrs, self.counter(self.sent, m_attrs)))
         return found
 
     def process_metrics(
@@ -181,16 +178,11 @@ class Telemetry:
         m_attrs = self._metric_shapes.get(key)
         if m_attrs is None:
             temporary = metric_dest is not None and is_inbox(client, metric_dest)
-            m_attrs = self._keep(
-                key, metric_attrs(PROCESS, PROCESS, None if temporary else metric_dest)
+            m_attrs = _kept(
+                self._metric_shapes,
+                key,
+                metric_attrs(PROCESS, PROCESS, None if temporary else metric_dest),
             )
-        return m_attrs
-
-    def _keep(self, key: tuple[Any, ...], m_attrs: dict[str, Any]) -> dict[str, Any]:
-        """Cache a shape of metric attributes (bounded: cleared when full)."""
-        if len(self._metric_shapes) >= _MAX_SHAPES:
-            self._metric_shapes.clear()
-        self._metric_shapes[key] = m_attrs
         return m_attrs
 
     def metric_shape(
@@ -206,10 +198,10 @@ class Telemetry:
         key = (op_name, subject, span_dest, metric_dest, prefix)
         m_attrs = self._metric_shapes.get(key)
         if m_attrs is None:
-            temporary = subject.startswith(prefix + ".")
-            name_dest = subject if span_dest is None or temporary else span_dest
-            m_dest = None if temporary else (metric_dest or name_dest)
-            m_attrs = self._keep(key, metric_attrs(SEND, op_name, m_dest))
+            m_dest = _send_metric_dest(
+                subject, subject.startswith(prefix + "."), span_dest, metric_dest
+            )
+            m_attrs = _kept(self._metric_shapes, key, metric_attrs(SEND, op_name, m_dest))
         return m_attrs
 
     def send_shape(
@@ -235,15 +227,36 @@ class Telemetry:
             if temporary:
                 attrs[REPLY_TO] = subject
             name_dest = dest if span_dest is None or temporary else span_dest
-            m_dest = None if temporary else (metric_dest or name_dest)
-            shape = (span_name(op_name, name_dest), attrs, metric_attrs(SEND, op_name, m_dest))
-            if len(self._shapes) >= _MAX_SHAPES:
-                self._shapes.clear()  # many subjects: rebuilt on use, memory stays bounded
-            self._shapes[key] = shape
+            m_dest = _send_metric_dest(subject, temporary, span_dest, metric_dest)
+            shape = _kept(
+                self._shapes,
+                key,
+                (span_name(op_name, name_dest), attrs, metric_attrs(SEND, op_name, m_dest)),
+            )
         return shape
 
 
 _MAX_SHAPES = 1024
+_V = TypeVar("_V")
+
+
+def _kept(cache: dict[Any, _V], key: Any, value: _V) -> _V:
+    """Store ``value`` in a shape cache and return it; a full cache is cleared first (many
+    subjects: shapes are rebuilt on use, memory stays bounded)."""
+    if len(cache) >= _MAX_SHAPES:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def _send_metric_dest(
+    subject: str, temporary: bool, span_dest: str | None, metric_dest: str | None
+) -> str | None:
+    """A send's metric destination: none for an inbox (unbounded), else ``metric_dest``,
+    else the span's destination (``span_dest`` or the subject)."""
+    if temporary:
+        return None
+    return metric_dest or (subject if span_dest is None else span_dest)
 
 
 def _no_count() -> None:
