@@ -36,6 +36,31 @@ def _all_known(nc: jsclient.Client, urls: list[str]) -> bool:
     return set(nc.servers) == set(urls)
 
 
+def _picking(
+    trio: NatsCluster,
+    core_connect: CoreConnect,
+    core_events: CoreEvents,
+    core_wait_for: CoreWaitFor,
+) -> tuple[list[str], Picker, jsclient.Client]:
+    """The cluster's URLs, a Picker, and a client of the cluster that asks it before each
+    reconnect, once the client has discovered every server."""
+    urls = trio.urls
+    pick = Picker()
+    nc = core_connect(urls[0], reconnect_to_server_cb=pick, **FAST, **core_events.kwargs())
+    core_wait_for(lambda: _all_known(nc, urls), timeout=10)
+    return urls, pick, nc
+
+
+def _force_to(
+    nc: jsclient.Client, url: str, core_events: CoreEvents, core_wait_for: CoreWaitFor
+) -> None:
+    """``force_reconnect()`` and wait until the client is connected to ``url``."""
+    core_events.reconnected.clear()
+    nc.force_reconnect()
+    assert core_events.reconnected.wait(5)
+    core_wait_for(lambda: nc.connected_url == url)
+
+
 class Picker:
     """A reconnect_to_server_cb that records its calls and answers ``self.answer``."""
 
@@ -58,17 +83,11 @@ def test_callback_picks_the_server_on_force_reconnect(
     core_events: CoreEvents,
     core_wait_for: CoreWaitFor,
 ) -> None:
-    urls = trio.urls
-    pick = Picker()
-    nc = core_connect(urls[0], reconnect_to_server_cb=pick, **FAST, **core_events.kwargs())
-    core_wait_for(lambda: _all_known(nc, urls), timeout=10)  # discovered from the cluster
+    urls, pick, nc = _picking(trio, core_connect, core_events, core_wait_for)
     first_id = nc.server_info["server_id"]
     for target in (urls[2], urls[1], urls[2]):
-        core_events.reconnected.clear()
         pick.answer = target
-        nc.force_reconnect()
-        assert core_events.reconnected.wait(5)
-        core_wait_for(lambda t=target: nc.connected_url == t)
+        _force_to(nc, target, core_events, core_wait_for)
     assert len(pick.calls) == 3
     servers, info, thread = pick.calls[0]
     assert set(servers) == set(urls)  # the whole pool, discovered servers included
@@ -84,10 +103,7 @@ def test_callback_delay_replaces_reconnect_wait(
     core_events: CoreEvents,
     core_wait_for: CoreWaitFor,
 ) -> None:
-    urls = trio.urls
-    pick = Picker()
-    nc = core_connect(urls[0], reconnect_to_server_cb=pick, **FAST, **core_events.kwargs())
-    core_wait_for(lambda: _all_known(nc, urls), timeout=10)
+    urls, pick, nc = _picking(trio, core_connect, core_events, core_wait_for)
     pick.answer = (urls[1], 1.0)
     start = time.monotonic()
     nc.force_reconnect()
@@ -95,11 +111,8 @@ def test_callback_delay_replaces_reconnect_wait(
     assert time.monotonic() - start >= 0.9  # the callback's delay, not reconnect_wait (0.1)
     core_wait_for(lambda: nc.connected_url == urls[1])
     # A zero delay dials at once.
-    core_events.reconnected.clear()
     pick.answer = (urls[2], 0)
-    nc.force_reconnect()
-    assert core_events.reconnected.wait(5)
-    core_wait_for(lambda: nc.connected_url == urls[2])
+    _force_to(nc, urls[2], core_events, core_wait_for)
 
 
 def test_callback_errors_fall_back_to_the_pool(
@@ -108,10 +121,7 @@ def test_callback_errors_fall_back_to_the_pool(
     core_events: CoreEvents,
     core_wait_for: CoreWaitFor,
 ) -> None:
-    urls = trio.urls
-    pick = Picker()
-    nc = core_connect(urls[0], reconnect_to_server_cb=pick, **FAST, **core_events.kwargs())
-    core_wait_for(lambda: _all_known(nc, urls), timeout=10)
+    urls, pick, nc = _picking(trio, core_connect, core_events, core_wait_for)
     sub = nc.subscribe("opt.fallback")
     bad: list[Any] = [
         RuntimeError("boom"),  # raises
