@@ -126,7 +126,16 @@ def _client_request(orig: Any) -> Callable[..., Any]:
     return request
 
 
-def _core_callback(client: Any, cb: Callable[[Any], Any], subject: str, queue: str | None) -> Any:
+def _process_callback(
+    client: Any,
+    cb: Callable[[Any], Any],
+    group: str | None,
+    dest: str | None,
+    metric_dest: str | None,
+) -> Any:
+    """``cb`` wrapped in a process span (``dest`` None: each message's subject). With
+    sampling off and a message with no trace context, only the metrics, when their
+    destination is known (``metric_dest``: a subscription's subject, a stream)."""
     # The telemetry it was made for, the metric attributes and the consumed counter:
     # a subscription's messages share them.
     shape: list[Any] = [None, None, None]
@@ -135,13 +144,13 @@ def _core_callback(client: Any, cb: Callable[[Any], Any], subject: str, queue: s
         t = tm.ACTIVE
         if t is None:
             return cb(msg)
-        if t.drops_roots and msg._hdr is None and tm.root_dropped():
-            # Sampling off, a message with no trace context: no span, only the metrics.
+        if metric_dest is not None and t.drops_roots and msg._hdr is None and tm.root_dropped():
             if shape[0] is not t:
-                m_attrs = t.process_metrics(client, msg, subject, subject)
+                m_attrs = t.process_metrics(client, msg, dest, metric_dest)
                 shape[:] = [t, m_attrs, t.counter(t.consumed, m_attrs)]
             return count_process(t, msg, cb, shape[1], shape[2])
-        return process(client, msg, cb, dest=subject, metric_dest=subject, group=queue)
+        to = msg.subject if dest is None else dest
+        return process(client, msg, cb, dest=to, metric_dest=metric_dest, group=group)
 
     return callback
 
@@ -150,7 +159,7 @@ def _client_subscribe(orig: Any) -> Callable[..., Any]:
     def subscribe(self: Any, subject: str, queue: str | None = None, **kw: Any) -> Any:
         cb = kw.get("cb")
         if cb is not None and active() is not None and not tm.internal_subject(self, subject):
-            kw["cb"] = _core_callback(self, cb, subject, queue)
+            kw["cb"] = _process_callback(self, cb, queue, subject, subject)
         return orig(self, subject, queue, **kw)
 
     return subscribe
@@ -294,25 +303,6 @@ def _api_request(orig: Any) -> Callable[..., Any]:
 # -- JetStream consume -------------------------------------------------------
 
 
-def _js_callback(
-    client: Any, cb: Callable[[Any], Any], group: str | None, stream: str | None = None
-) -> Any:
-    shape: list[Any] = [None, None, None]  # as _core_callback's, when the stream is known
-
-    def callback(msg: Any) -> Any:
-        t = tm.ACTIVE
-        if t is None:
-            return cb(msg)
-        if stream is not None and t.drops_roots and msg._hdr is None and tm.root_dropped():
-            if shape[0] is not t:
-                m_attrs = t.process_metrics(client, msg, msg.subject, stream)
-                shape[:] = [t, m_attrs, t.counter(t.consumed, m_attrs)]
-            return count_process(t, msg, cb, shape[1], shape[2])
-        return process(client, msg, cb, dest=msg.subject, metric_dest=stream, group=group)
-
-    return callback
-
-
 def _consume(orig: Any) -> Callable[..., Any]:
     def consume(self: Any, callback: Callable[[Any], Any], *args: Any, **kw: Any) -> Any:
         if (
@@ -321,7 +311,7 @@ def _consume(orig: Any) -> Callable[..., Any]:
             and getattr(callback, "__func__", None) not in _SKIP_CALLBACKS
         ):
             stream = getattr(self, "stream_name", None)
-            callback = _js_callback(self._js._client, callback, self.name, stream)
+            callback = _process_callback(self._js._client, callback, self.name, None, stream)
         return orig(self, callback, *args, **kw)
 
     return consume
@@ -342,7 +332,7 @@ def _js_subscribe(orig: Any) -> Callable[..., Any]:
                     user_cb(msg)
                     msg.ack()
 
-            kw["cb"] = _js_callback(self._client, cb, group)
+            kw["cb"] = _process_callback(self._client, cb, group, None, None)
         return orig(self, *args, **kw)
 
     return subscribe
