@@ -88,6 +88,7 @@ class Subscription(SubState):
         self._cb = cb
         self._local: deque[Msg] = deque()  # consumer-side messages already taken off _q
         self._held: deque[Any] = deque()  # what a wait took off _q (see _take)
+        self._waiter: Any = None  # the taker's Reply of _await, made once
         self._closed = False
         self._discard = False  # unsubscribe()/close(): queued messages are dropped
         self._draining = False
@@ -168,9 +169,16 @@ class Subscription(SubState):
         (see :mod:`jsclient._io.reader`). ``claim``: wake the reader thread to
         take the role from it (else only a taker's linger or a hand-over after
         a read gives it). For one taker at a time (a service's handler threads
-        take in turn); it returns early for no reason at worst.
+        take in turn); it returns early for no reason at worst. A wake that
+        comes late (a batch put as the last wait ended) finds the waiter armed
+        again, and that batch is in the queue: the wait returns for it.
         """
-        waiter = _Reply(True)
+        waiter = self._waiter
+        if waiter is None:
+            waiter = self._waiter = _Reply(True)
+        else:  # one per subscription, armed again: its lock held, not done, not leading
+            waiter.lock.acquire(False)
+            waiter.done = waiter.lead = False
         self._taker = waiter
         try:
             if self._local or self._held or not self._q.empty():
