@@ -308,3 +308,40 @@ def test_a_read_after_the_bucket_went_away(js: JetStream, obs: ObjectStore) -> N
     with pytest.raises(errors.StreamNotFoundError):
         r.read(1)  # and from every later read
     r.close()
+
+
+def test_a_lost_consumer_in_a_batch_resets_after_the_batch_is_recorded(
+    js: JetStream, obs: ObjectStore
+) -> None:
+    """The lost consumer's status comes in a batch after chunks the reader has not
+    recorded yet: the reset (which starts the new consumer after the last chunk
+    recorded) waits for them, so none of them comes twice."""
+    data = os.urandom(300_000)
+    obs.put("o", data, chunk_size=1000)
+    with obs.get("o") as r:
+        head = r.read(2_500)
+        source: Any = r._reader.it._source  # type: ignore[union-attr]
+        feed = source.feed
+        seen: list[tuple[int, int]] = []  # (last recorded, last in the batch) at the reset
+        orig_batch = feed.process_batch
+        orig_reset = source.reset
+
+        def batch_then_lost(batch: Any, ready: list[Any]) -> None:
+            orig_batch(batch, ready)
+            if ready and not seen:
+                last = ready[-1].metadata.sequence.stream
+                seen.append((-1, last))
+                feed.on_status_error(0, errors.ConsumerDeletedError())
+
+        def reset() -> None:
+            # What the reset starts after, when it goes ahead (not while the batch
+            # is still being processed: then it only notes that it is due).
+            if seen and seen[0][0] == -1 and not getattr(source, "_in_batch", False):
+                seen[0] = (source.oc._last_sseq, seen[0][1])
+            orig_reset()
+
+        feed.process_batch = batch_then_lost
+        source.reset = reset
+        rest = r.read()
+    assert seen and seen[0][0] == seen[0][1], seen  # the whole batch recorded first
+    assert head + rest == data

@@ -196,6 +196,8 @@ class OrderedSource:
         self.feed: _OrderedFeed | None = None
         self.stopped = False
         self.resetting = False
+        self._in_batch = False  # in process_batch: a reset waits for its end
+        self._reset_due = False
         self._wake = Signal()
 
     def start(self) -> None:
@@ -249,10 +251,19 @@ class OrderedSource:
         if feed is None or not batch or batch[0].sid != feed.sid:
             return  # a batch is one inbox's: this one a replaced consumer's
         ready: list[Msg] = []
+        # A lost consumer's status in the batch asks for a reset while what came
+        # before it sits in ``ready``, not yet recorded: the reset waits for the
+        # check, or it would make the new consumer start before those messages
+        # and they would come twice.
+        self._in_batch = True
         try:
             feed.process_batch(batch, ready)
         finally:
+            self._in_batch = False
             self._check_batch(ready, out)
+            if self._reset_due:
+                self._reset_due = False
+                self.reset()
 
     def _check_batch(self, ready: list[Msg], out: list[tuple[Msg, int, int, int]]) -> None:
         oc = self.oc
@@ -287,6 +298,9 @@ class OrderedSource:
 
     def reset(self) -> None:
         """Replace the server-side consumer on a helper thread (consuming thread only)."""
+        if self._in_batch:
+            self._reset_due = True  # after the batch's messages are recorded
+            return
         if self.resetting or self.stopped:
             return
         self.resetting = True
