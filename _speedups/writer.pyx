@@ -109,6 +109,18 @@ cdef class WriteQueue:
     cdef public list out
     cdef public Py_ssize_t out_sent
     cdef public Py_ssize_t iov_max
+    # Positions (see the specification's module docstring).
+    cdef public long long appended
+    cdef public long long written
+    cdef long long _from
+    cdef Py_ssize_t _lead
+    cdef list _holes
+    cdef long long _barrier
+    cdef long long _out_from
+    cdef long long _out_end
+    cdef Py_ssize_t _out_lead
+    cdef Py_ssize_t _out_len
+    cdef list _out_holes
 
     def __init__(self, limit):
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -127,6 +139,17 @@ cdef class WriteQueue:
         self.out = []
         self.out_sent = 0
         self.iov_max = 1024
+        self.appended = 0
+        self.written = 0
+        self._from = 0
+        self._lead = 0
+        self._holes = []
+        self._barrier = -1
+        self._out_from = 0
+        self._out_end = 0
+        self._out_lead = 0
+        self._out_len = 0
+        self._out_holes = []
 
     def __len__(self):
         return PyList_GET_SIZE(self._chunks)
@@ -179,6 +202,21 @@ cdef class WriteQueue:
     def push(self, bytes data not None, long long payload_len=0, long long msgs=0):
         return self._add(data, payload_len, msgs)
 
+    def push_at(self, bytes data not None, long long payload_len=0, long long msgs=0):
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+        cdef int rc
+        with cython.critical_section(self):
+            if not self.open or (self.nbytes and self.nbytes + n > self.limit):
+                return self.appended << 3 | C_FULL
+            rc = self._push(data, payload_len, msgs)
+            return self.appended << 3 | rc
+
+    def push_always_at(self, bytes data not None, long long payload_len=0, long long msgs=0):
+        cdef int rc
+        with cython.critical_section(self):
+            rc = self._push(data, payload_len, msgs)
+            return self.appended << 3 | rc
+
     cdef int _add(self, bytes data, long long payload_len, long long msgs) except -1:
         cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
         with cython.critical_section(self):
@@ -190,6 +228,7 @@ cdef class WriteQueue:
         # In a critical section on self.
         PyList_Append(self._chunks, data)
         self.nbytes += PyBytes_GET_SIZE(data)
+        self.appended += PyBytes_GET_SIZE(data)
         if msgs:
             self.out_msgs += msgs
             self.out_bytes += payload_len
@@ -210,21 +249,129 @@ cdef class WriteQueue:
         with cython.critical_section(self):
             self._chunks.insert(0, data)
             self.nbytes += PyBytes_GET_SIZE(data)
+            self._lead += PyBytes_GET_SIZE(data)
 
     def take(self):
         cdef list chunks
+        cdef list keep = []
         cdef Py_ssize_t size = 0
+        cdef long long end
         cdef object c
         with cython.critical_section(self):
             chunks = self._chunks
             if PyList_GET_SIZE(chunks) == 0:
                 return [], 0
-            self.big = False
-            self._chunks = []
+            end = self.appended
+            if self._barrier >= 0:
+                end = self._barrier
+                chunks, keep = self._split_at(chunks, end)
+                if PyList_GET_SIZE(chunks) == 0:
+                    return [], 0
+            else:
+                self.big = False
+            self._chunks = keep
             for c in chunks:
                 size += PyBytes_GET_SIZE(c)
             self.nbytes -= size
+            self._out_from = self._from
+            self._out_end = end
+            self._out_lead = self._lead
+            self._out_len = size
+            if self._holes:
+                self._out_holes = [h for h in self._holes if h[0] < end]
+                self._holes = [h for h in self._holes if h[0] >= end]
+            elif self._out_holes:
+                self._out_holes = []
+            self._from = end
+            self._lead = 0
         return chunks, size
+
+    cdef tuple _split_at(self, list chunks, long long pos):
+        # In a critical section on self (see the specification).
+        cdef long long after = self.appended - pos
+        cdef Py_ssize_t i = PyList_GET_SIZE(chunks)
+        for h in self._holes:
+            if h[0] >= pos:
+                after -= h[1] - h[0]
+        while after > 0 and i > 0:
+            i -= 1
+            after -= PyBytes_GET_SIZE(chunks[i])
+        return chunks[:i], chunks[i:]
+
+    def pause(self):
+        with cython.critical_section(self):
+            self._barrier = self.appended
+            return self._barrier
+
+    def written_now(self):
+        with cython.critical_section(self):
+            return self._written_now()
+
+    cdef long long _written_now(self) except -1:
+        cdef list out = self.out
+        cdef Py_ssize_t rest = 0
+        if not out:
+            return self._from
+        for b in out:
+            rest += len(b)
+        return self._position(self._out_len - rest + frame_start(out[0], self.out_sent))
+
+    cdef long long _position(self, long long cut) except -1:
+        cdef long long c = cut - self._out_lead
+        cdef long long pos = self._out_from
+        cdef long long s, e
+        if c <= 0:
+            return pos
+        for h in self._out_holes:
+            s = h[0]
+            e = h[1]
+            if c <= s - pos:
+                return pos + c
+            c -= s - pos
+            pos = e
+        return pos + c
+
+    def withdraw(self, list ranges not None):
+        cdef list ok = [False] * len(ranges)
+        cdef list merged = []
+        cdef list cuts = []
+        cdef list holes
+        cdef Py_ssize_t hi = 0
+        cdef long long start, gone = 0, last, s, e, ps
+        cdef long long removed = 0
+        with cython.critical_section(self):
+            start = self._from
+            holes = self._holes
+            last = start
+            for i in sorted(range(len(ranges)), key=lambda k: ranges[k][0]):
+                r = ranges[i]
+                if not (type(r[0]) is int and type(r[1]) is int):
+                    raise TypeError("withdraw: ranges are (start, end) pairs of ints")
+                s = r[0]
+                e = r[1]
+                while hi < len(holes) and holes[hi][1] <= s:
+                    h = holes[hi]
+                    merged.append(h)
+                    gone += h[1] - h[0]
+                    last = h[1]
+                    hi += 1
+                if s < last or e <= s or e > self.appended:
+                    continue
+                if hi < len(holes) and holes[hi][0] < e:
+                    continue
+                ps = s - start - gone
+                cuts.append((ps, ps + e - s))
+                merged.append((s, e))
+                removed += e - s
+                last = e
+                ok[i] = True
+            if not cuts:
+                return ok
+            merged.extend(holes[hi:])
+            self._holes = merged
+            self._chunks = _cut(self._chunks, cuts, self._lead)
+            self.nbytes -= removed
+        return ok
 
     def rekick(self, bint clear):
         with cython.critical_section(self):
@@ -287,15 +434,36 @@ cdef class WriteQueue:
             token.release()
 
     def recover(self):
-        cdef list out = self.out
-        if out:
-            first = out[0]
-            out[0] = first[frame_start(first, self.out_sent):]
-            for buf in reversed(out):
-                if len(buf):
-                    self.push_front(bytes(buf))
-        self.out = []
-        self.out_sent = 0
+        cdef list out
+        cdef list back
+        cdef long long w, cut
+        cdef Py_ssize_t start, rest = 0, nback = 0
+        with cython.critical_section(self):
+            out = self.out
+            if out:
+                w = self._written_now()
+                first = out[0]
+                start = frame_start(first, self.out_sent)
+                for b in out:
+                    rest += len(b)
+                cut = self._out_len - rest + start
+                back = [bytes(b) for b in [first[start:]] + out[1:] if len(b)]
+                for b in back:
+                    nback += PyBytes_GET_SIZE(b)
+                self._chunks[0:0] = back
+                self.nbytes += nback
+                if self._out_lead > cut:
+                    self._lead += self._out_lead - cut
+                self._holes = [h for h in self._out_holes if h[0] >= w] + self._holes
+                self._from = w
+            else:
+                w = self._from
+            if w > self.written:
+                self.written = w
+            self._barrier = -1
+            self.out = []
+            self.out_sent = 0
+            self._out_holes = []
 
 
 cdef class Counter:
@@ -327,3 +495,32 @@ cdef list _gather(list chunks):
     if small:
         bufs.append(small[0] if len(small) == 1 else b"".join(small))
     return bufs
+
+
+cdef list _cut(list chunks, list cuts, Py_ssize_t lead):
+    """``chunks`` without the byte ranges ``cuts`` (see the specification)."""
+    cdef list kept = []
+    cdef long long off = -lead, end, at, ps, pe
+    cdef Py_ssize_t ci = 0, ncuts = len(cuts), n
+    for chunk in chunks:
+        n = PyBytes_GET_SIZE(chunk)
+        end = off + n
+        if ci >= ncuts or cuts[ci][0] >= end:
+            kept.append(chunk)
+            off = end
+            continue
+        at = off
+        while ci < ncuts and cuts[ci][0] < end:
+            ps = cuts[ci][0]
+            pe = cuts[ci][1]
+            if ps > at:
+                kept.append(chunk[at - off:ps - off])
+            if pe > end:
+                at = end
+                break
+            at = pe
+            ci += 1
+        if at < end:
+            kept.append(chunk[at - off:])
+        off = end
+    return kept

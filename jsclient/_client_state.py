@@ -25,8 +25,10 @@ class ClientState:
         return self._conn.status is CONNECTED
 
     @property
-    def _lost_at(self) -> float:
-        return self._conn.lost_at  # time.monotonic() of the latest lost socket (0.0: none yet)
+    def _lost_written(self) -> int:
+        # The write-stream position up to which whole commands went to sockets
+        # now lost (see Connection.lost_written).
+        return self._conn.lost_written
 
     @property
     def is_closed(self) -> bool:

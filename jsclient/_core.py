@@ -37,6 +37,7 @@ class Core(Protocol):
     _conn: Connection
     _callbacks: CallbackRunner
     _drainables: weakref.WeakSet[Any]
+    _engines: weakref.WeakSet[Any]
     _subs: dict[int, Any]
     _subject_cache: dict[str, bytes]
 
@@ -52,7 +53,7 @@ class Core(Protocol):
     @property
     def _scheduler(self) -> Scheduler: ...
     @property
-    def _lost_at(self) -> float: ...
+    def _lost_written(self) -> int: ...
 
     def new_inbox(self) -> str: ...
     def publish(

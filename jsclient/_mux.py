@@ -33,6 +33,16 @@ class Waiter(Protocol):
     def deliver(self, msg: Any) -> None: ...
 
 
+class Positioned(Protocol):
+    """A waiter that learns where its frame lies in the write stream
+    (:mod:`jsclient.protocol.writer`): the async-publish engine's publishes."""
+
+    _wlen: int  # the frame's length
+    _wend: int  # the position just past it (0 until the write returned)
+
+    def deliver(self, msg: Any) -> None: ...
+
+
 class BatchRequest(Protocol):
     """What :meth:`RequestMux.send_batch` publishes: a request that is its own waiter."""
 
@@ -40,6 +50,8 @@ class BatchRequest(Protocol):
     body: bytes
     _hdr: bytes | None
     _token: str | None
+    _wlen: int
+    _wend: int
 
     def deliver(self, msg: Any) -> None: ...
 
@@ -138,6 +150,32 @@ class RequestMux:
         the write queue (library threads, such as the timer thread's retries).
         Returns the token (for :meth:`cancel`).
         """
+        return self._send(subject, payload, hdr, waiter, None, inline, nowait)
+
+    def send_tracked(
+        self,
+        subject: str,
+        payload: bytes,
+        hdr: bytes | None,
+        waiter: Positioned,
+        *,
+        nowait: bool = False,
+    ) -> str:
+        """:meth:`send` for the async-publish engine's publishes: ``waiter._wlen`` and
+        ``waiter._wend`` then say where the frame lies in the write stream."""
+        waiter._wend = 0  # unknown until written: a re-send's old place is not its new one
+        return self._send(subject, payload, hdr, waiter, waiter, False, nowait)
+
+    def _send(
+        self,
+        subject: str,
+        payload: bytes,
+        hdr: bytes | None,
+        waiter: Waiter,
+        tracked: Positioned | None,
+        inline: bool,
+        nowait: bool,
+    ) -> str:
         self.ensure_sub()
         host = self._host
         token = str(next(self._tokens))
@@ -159,14 +197,17 @@ class RequestMux:
         w = self._w
         try:
             if inline:
-                w.send_inline(data, plen)
+                end = w.send_inline(data, plen)
             elif nowait:
-                w.send_nowait(data, plen, 1)
+                end = w.send_nowait(data, plen, 1)
             else:
-                w.send(data, plen, 1)
+                end = w.send(data, plen, 1)
         except BaseException:
             self._map.pop(token, None)
             raise
+        if tracked is not None:
+            tracked._wlen = len(data)
+            tracked._wend = end
         return token
 
     def send_batch(self, reqs: list[Any]) -> list[tuple[Any, BaseException]]:
@@ -214,14 +255,15 @@ class RequestMux:
                 failed.append((req, exc))
                 continue
             token = str(next(tokens))
+            req._wend = 0  # unknown until written (a re-send's old place is not its new one)
             req._token = token
             waiters[token] = req
             if hdr is None:
-                frames.append(
-                    b"PUB %s %s%s %d\r\n%s\r\n" % (subj, prefix, token.encode(), size, body)
-                )
+                f = b"PUB %s %s%s %d\r\n%s\r\n" % (subj, prefix, token.encode(), size, body)
             else:
-                frames.append(commands.hpub(subj, prefix + token.encode(), hdr, body))
+                f = commands.hpub(subj, prefix + token.encode(), hdr, body)
+            req._wlen = len(f)
+            frames.append(f)
             sent.append(req)
             nbytes += len(body)
         batch.data = b"".join(frames)
@@ -233,10 +275,14 @@ class RequestMux:
         try:
             # Written from this thread when no other writer is active: a batch
             # is worth a syscall, and it saves waking the flusher.
-            self._w.send_inline(batch.data, batch.nbytes, len(batch.sent))
+            end = self._w.send_inline(batch.data, batch.nbytes, len(batch.sent))
         except errors.Error as exc:
             waiters = self._map
             return [(req, exc) for req in batch.sent if waiters.pop(req._token, None) is not None]
+        # The batch's frames lie back to back, ending at ``end``.
+        for req in reversed(batch.sent):
+            req._wend = end
+            end -= req._wlen
         return []
 
     # -- giving up ----------------------------------------------------------------

@@ -22,11 +22,21 @@ connection). The answer:
 usual path: subscriptions are re-sent, ``disconnected_cb`` and
 ``reconnected_cb`` fire, and whatever is published once it has returned goes
 to the reconnect buffer and is sent on the new connection.
+
+It loses nothing it need not. A server drops the JetStream acks of what it
+reads after a client closed its side, so cutting the socket at once would
+leave every async publish in flight without its ack ("outcome unknown",
+although all of them are stored). Instead the writer pauses at a barrier
+(:meth:`jsclient._io.writer.Writer.pause`: what was queued before still goes
+out, what comes after waits for the next connection), the socket stays open
+for reading, and the socket is cut once every publish written to it has its
+ack (:meth:`jsclient.jetstream.publish.engine.PublishEngine._written_unacked`,
+asked of every engine of the client), or after :data:`FORCE_GRACE` seconds.
+With a healthy server a forced reconnect so fails no publish at all.
 """
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -44,9 +54,11 @@ Client = Any
 
 #: How long a reconnect waits for ``reconnect_to_server_cb`` to answer.
 PICK_WAIT = 5.0
-#: After ``force_reconnect`` on a plain socket, how long the server has to
-#: close its side (it first processes what was written) before the socket is cut.
+#: After ``force_reconnect``, how long the acks of what was written may take to
+#: come back before the socket is cut.
 FORCE_GRACE = 2.0
+#: How often the grace looks whether they have come.
+GRACE_POLL = 0.005
 _SLICE = 0.1
 
 
@@ -151,30 +163,36 @@ def force(conn: Connection) -> None:
 
     # Armed first: even if an interrupt lands below, the socket is cut and the
     # reconnect happens (the status must never say reconnecting over a live socket).
-    timer = conn._owner._timers.call_later(FORCE_GRACE, cut) if sock is not None else None
+    timers = conn._owner._timers
+    timer = timers.call_later(FORCE_GRACE + 0.5, cut) if sock is not None else None
     with conn._lock:
         live = sock is not None and conn._sock is sock and conn.status is CONNECTED
         if live:
-            # From here on a publish goes to the reconnect buffer, not to this socket.
+            # From here on a publish goes to the reconnect buffer, and nothing
+            # more is written to this socket.
             conn._set_status(RECONNECTING)
-            conn.lost_at = time.monotonic()
+            conn.writer.pause(sock)
     conn._retry_now.set()  # the first attempt skips reconnect_wait
     if not live or sock is None:
         if timer is not None:
             timer.cancel()
         return
     conn._connected_event.clear()
-    if conn._is_tls:
-        conn.abort_socket(sock, None)  # TLS has no half-close: cut it
-        return
-    # Half-close: the server processes what was written, then closes its side,
-    # and the reader thread meets the end of the stream and reconnects; ``cut``
-    # ends the wait for a server that does not close. A send from now on
-    # fails, so the writer keeps its frames for the next server.
-    try:
-        sock.shutdown(socket.SHUT_WR)
-    except OSError:
-        conn.abort_socket(sock, None)
+    deadline = time.monotonic() + FORCE_GRACE
+    engines = conn._owner._engines
+
+    def grace() -> None:
+        # Timer thread: cut once what was written has its acks, or at the deadline.
+        if conn._sock is not sock:
+            return  # lost meanwhile: the reader thread reconnects
+        written = conn.writer.written_now()  # None: a write is in progress
+        acked = written is not None and not any(e._written_unacked(written) for e in list(engines))
+        if acked or time.monotonic() >= deadline:
+            cut()
+        else:
+            timers.call_later(GRACE_POLL, grace)
+
+    grace()
 
 
 def force_reconnect(client: Client) -> None:

@@ -49,6 +49,9 @@ class Client(ClientState):
         self._listeners: list[Callable[[str], None]] = []
         # JetStream pull contexts (consume, messages, fetch) that drain() drains.
         self._drainables: weakref.WeakSet[Any] = weakref.WeakSet()
+        # The async-publish engines (publish_async, Publishers, Spark sinks):
+        # force_reconnect() waits for the acks of what they wrote.
+        self._engines: weakref.WeakSet[Any] = weakref.WeakSet()
         # First: it checks the options (server URLs), before any thread exists.
         self._conn = Connection(self, opts, self._subs, Msg)
         self._w = self._conn.writer

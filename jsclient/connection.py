@@ -86,9 +86,11 @@ class Connection:
         self.server_info: dict[str, Any] = {}
         self.connected_url: str | None = None
         self.reconnects = 0
-        # time.monotonic() when the socket was last lost: a write after it went
-        # to the reconnect buffer, not to the lost socket (0.0: never lost)
-        self.lost_at = 0.0
+        # The write-stream position (jsclient.protocol.writer) up to which whole
+        # commands had gone to sockets that are now lost, set by lost() before
+        # the "disconnected" event: a frame ending at or before it was written
+        # to a lost socket, one past it waits for (or went to) the live one.
+        self.lost_written = 0
         self.pool = ServerPool(
             opts.servers,
             randomize=not opts.dont_randomize,
@@ -247,7 +249,6 @@ class Connection:
             if self._sock is not sock:
                 return
             self._sock = None
-            self.lost_at = time.monotonic()
             if self.status is not CLOSED:
                 self._set_status(RECONNECTING)
         self._connected_event.clear()
@@ -257,6 +258,8 @@ class Connection:
             pass
         writer = self.writer
         writer.recover()  # half-written commands back in the queue, whole
+        # What the lost socket took whole, from the writer that knows (the one record).
+        self.lost_written = int(writer.wq.written)
         writer.hold(int(writer.wq.nbytes))  # counts toward the reconnect buffer
         close_quietly(sock)
         self._fail_pongs()

@@ -102,7 +102,8 @@ class Writer:
         self.room_lock = threading.Lock()  # the room's, and the reconnect buffer count's
         self.room = Signal(self.room_lock)  # writers waiting for room in the queue
         self.held = 0  # bytes queued while disconnected (reconnect buffer limit)
-        self.failed: socket.socket | None = None  # a socket a send failed on: never retried
+        # A socket a send failed on, or that force_reconnect paused: never written again.
+        self.failed: socket.socket | None = None
         self.thread: threading.Thread | None = None
 
     # -- starting and stopping ------------------------------------------------
@@ -137,56 +138,69 @@ class Writer:
             return True
         return False
 
-    def send(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> None:
-        """Queue ``data`` (``msgs`` publishes of ``payload_len`` payload bytes), bounded."""
-        rc = self.wq.push(data, payload_len, msgs)
-        if rc != _QUEUED and not self.queued(rc):  # the common case needs no call
-            self._send_slow(data, payload_len, msgs)
+    def send(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> int:
+        """Queue ``data`` (``msgs`` publishes of ``payload_len`` payload bytes), bounded.
 
-    def send_nowait(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> None:
+        Returns the write-stream position just past the frame (see
+        :mod:`jsclient.protocol.writer`): with :meth:`withdraw` and the
+        connection's ``lost_written``, what the async-publish engine asks.
+        """
+        v: int = self.wq.push_at(data, payload_len, msgs)
+        rc = v & 7
+        if rc != _QUEUED and not self.queued(rc):  # the common case needs no call
+            return self._send_slow(data, payload_len, msgs)
+        return v >> 3
+
+    def send_nowait(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> int:
         """Queue ``data`` without ever waiting for room (library threads, control frames).
 
         Raises when the connection is closed or forked, or the reconnect
-        buffer is full; ``pending_size`` does not apply.
+        buffer is full; ``pending_size`` does not apply. Returns the position
+        just past the frame.
         """
         status = self.link.status
         if status is not CONNECTED and status is not DRAINING:
             self.check_buffer(status, len(data))
-        self.queued(self.wq.push_always(data, payload_len, msgs))
+        v: int = self.wq.push_always_at(data, payload_len, msgs)
+        self.queued(v & 7)
+        return v >> 3
 
-    def send_inline(self, data: bytes, payload_len: int, msgs: int = 1) -> None:
+    def send_inline(self, data: bytes, payload_len: int, msgs: int = 1) -> int:
         """``send``, but written from this thread if nobody else is writing.
 
         For callers about to block on a reply, or writing a batch: saves waking
         the flusher (it is only kicked when the token is busy, over TLS, or
-        when bytes are left behind).
+        when bytes are left behind). Returns the position just past the frame.
         """
         wq = self.wq
-        rc = wq.push(data, payload_len, msgs)
+        v: int = wq.push_at(data, payload_len, msgs)
+        rc = v & 7
         if rc == _FULL:
-            self._send_slow(data, payload_len, msgs)
-            return
+            return self._send_slow(data, payload_len, msgs)
         if self.link._is_tls or not INLINE or self._try_write() == _BUSY:
             if rc == _KICK:
                 self.kick()
             elif rc == _WRITE and not wq.kicked:
                 wq.kicked = True
                 self.kick()
-            return
+            return v >> 3
         # A KICK was our claim to wake the flusher, and we wrote instead: clear
         # it and look at the queue in one step (see WriteQueue.rekick), so a
         # frame queued meanwhile is seen here or its writer woke the flusher.
         if wq.rekick(rc == _KICK):
             self.kick()
+        return v >> 3
 
-    def _send_slow(self, data: bytes, payload_len: int, msgs: int) -> None:
+    def _send_slow(self, data: bytes, payload_len: int, msgs: int) -> int:
         """The queue refused ``data``: disconnected, closed, or full."""
         status = self.link.status
         if status is not CONNECTED and status is not DRAINING:
             self.check_buffer(status, len(data))
         else:
             self.make_room(len(data))
-        self.queued(self.wq.push_always(data, payload_len, msgs))
+        v: int = self.wq.push_always_at(data, payload_len, msgs)
+        self.queued(v & 7)
+        return v >> 3
 
     def _write_now(self) -> None:
         """The queue passed ``write_at``: write it from this thread unless another is writing.
@@ -247,6 +261,39 @@ class Writer:
         counts under."""
         with self.room_lock:
             self.held = nbytes
+
+    # -- what reached the socket (the async-publish engine asks) -------------------
+
+    def withdraw(self, ranges: list[tuple[int, int]]) -> list[bool]:
+        """Take back the frames at ``ranges`` (write-stream positions) that no writer
+        took yet; True for each taken back: it will never be written. Any thread."""
+        ok: list[bool] = self.wq.withdraw(ranges)
+        removed = sum(e - s for (s, e), w in zip(ranges, ok, strict=True) if w)
+        if removed:
+            with self.room_lock:
+                self.held = max(0, self.held - removed)
+            self.room.notify()
+        return ok
+
+    def pause(self, sock: socket.socket) -> int:
+        """Write nothing more to ``sock``: what is queued from now on waits for the
+        next socket (``force_reconnect``'s grace). Returns the barrier's position.
+
+        The queue's barrier makes it exact whatever a writer is doing; the
+        failed mark spares the flusher a useless take.
+        """
+        self.failed = sock
+        return int(self.wq.pause())
+
+    def written_now(self) -> int | None:
+        """The position up to which whole commands are written to the live socket,
+        or None when another thread is writing (ask again)."""
+        if not self.token.acquire(False):
+            return None
+        try:
+            return int(self.wq.written_now())
+        finally:
+            self.token.release()
 
     def kick(self) -> None:
         """Wake whoever writes: the flusher, or over TLS the reader thread."""
@@ -315,13 +362,20 @@ class Writer:
     def write_tls(self, sock: socket.socket) -> bool:
         """Reader thread over TLS: write what it can without blocking; True if more is left."""
         wq = self.wq
-        if not wq.out:
-            wq.rekick(True)  # cleared as the queue is looked at, as the flusher does
+        if sock is self.failed:
+            return False  # paused (force_reconnect): nothing more goes to this socket
+        # The token (free over TLS, where only this thread writes) keeps
+        # written_now() from reading ``out`` in the middle of a write.
+        if not self.token.acquire(False):
+            return True  # written_now() is looking: write at the next turn
         try:
+            if not wq.out:
+                wq.rekick(True)  # cleared as the queue is looked at, as the flusher does
             return bool(wq.write(sock, 0, False) == _LEFT)  # an OSError drops the socket
         except _WOULD_BLOCK:
             return True
         finally:
+            self.token.release()
             self.room.notify()
 
     def recover(self) -> None:

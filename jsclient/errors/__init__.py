@@ -161,6 +161,7 @@ from jsclient.errors.obj import (
 )
 from jsclient.errors.publish import (
     NoStreamResponseError,
+    PublishAckTimeoutError,
     PublishDisconnectedError,
     TooManyStalledMsgsError,
 )
@@ -245,6 +246,7 @@ __all__ = [
     "InvalidJSAckError",
     "TooManyStalledMsgsError",
     "PublishDisconnectedError",
+    "PublishAckTimeoutError",
     "StatusError",
     "ConsumerDeletedError",
     "ConsumerIsPushBasedError",

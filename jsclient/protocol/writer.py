@@ -66,6 +66,30 @@ Fields written outside these calls (``kicked = True`` by a thread about to
 wake the writer) are single stores: two threads that both set it both wake
 the writer, which costs a spurious wake-up, never a lost one.
 
+Positions (what reached a socket; :mod:`jsclient.jetstream.publish.engine`
+asks them instead of guessing from clocks): every byte appended at the back
+(``pub``, ``pub_str``, ``ack``, ``push``, ``push_always``) has a place in the
+queue's *write stream*; ``appended`` is the stream's length so far.
+``push_at``/``push_always_at`` are ``push``/``push_always`` returning
+``appended << 3 | code`` (the position just past the frame, and the code),
+so a caller learns, atomically with the append, where its frame ends.
+``push_front`` bytes (resubscriptions) have no place: they go first and
+belong to no publish. ``written`` is the position up to which whole
+commands were written to sockets that are now lost: ``recover()`` sets it
+(every command before the cut is written, the one the cut fell in and all
+after it are not, and they go out again on the next socket). ``written_now()``
+is that position for the live socket, for the holder of the write token.
+``withdraw(ranges)`` takes frames back (each a ``(start, end)`` position
+range) that are still queued and not yet taken by a writer, in one step with
+respect to every other call, and returns a list of booleans: True for each
+range taken out (its bytes will never be written), False for one already taken
+(written, being written, or in a batch a writer holds) or not a frame's range.
+Withdrawn bytes keep their positions (they are *holes* in the stream).
+``pause()`` sets a *barrier* at ``appended``: from then on a writer takes
+only frames before it (what was queued earlier still goes out; what comes
+later waits for the next socket, after ``recover()``, which lifts it). A
+writer so stops at a known place without a race with threads that append.
+
 ``Counter(start=1)``: ``next(counter)`` gives ``start``, ``start + 1``, ...
 to any number of threads at once, each value exactly once (sids, reply
 tokens, pull tokens, flight ids). ``itertools.count`` is not that on a
@@ -134,8 +158,18 @@ class WriteQueue:
     """Frames waiting for the socket; see the module docstring."""
 
     __slots__ = (
+        "_barrier",
         "_chunks",
+        "_from",
+        "_holes",
+        "_lead",
         "_lock",
+        "_out_end",
+        "_out_from",
+        "_out_holes",
+        "_out_lead",
+        "_out_len",
+        "appended",
         "big",
         "iov_max",
         "kicked",
@@ -149,6 +183,7 @@ class WriteQueue:
         "out_sent",
         "subjects",
         "write_at",
+        "written",
     )
 
     def __init__(self, limit: int) -> None:
@@ -169,6 +204,22 @@ class WriteQueue:
         self.out: list[Any] = []
         self.out_sent = 0
         self.iov_max = 1024
+        # Positions (see the module docstring). ``_from``: where the queued
+        # (not yet taken) counted bytes start; ``_lead``: bytes of push_front
+        # before them (no position); ``_holes``: withdrawn ranges at or after
+        # ``_from``, sorted. The ``_out_*`` fields describe the batch in ``out``:
+        # the same three when it was taken, its end and its physical length.
+        self.appended = 0
+        self.written = 0
+        self._from = 0
+        self._lead = 0
+        self._holes: list[tuple[int, int]] = []
+        self._barrier = -1  # pause(): take nothing past this position (-1: none)
+        self._out_from = 0
+        self._out_end = 0
+        self._out_lead = 0
+        self._out_len = 0
+        self._out_holes: list[tuple[int, int]] = []
 
     def __len__(self) -> int:
         return len(self._chunks)
@@ -204,6 +255,15 @@ class WriteQueue:
         _need(data, bytes, "data")
         return self._add(data, payload_len, msgs)
 
+    def push_at(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> int:
+        _need(data, bytes, "data")
+        n = len(data)
+        with self._lock:
+            if not self.open or (self.nbytes and self.nbytes + n > self.limit):
+                return self.appended << 3 | FULL
+            rc = self._push(data, payload_len, msgs)
+            return self.appended << 3 | rc
+
     def _add(self, data: bytes, payload_len: int, msgs: int) -> int:
         n = len(data)
         with self._lock:
@@ -216,10 +276,17 @@ class WriteQueue:
         with self._lock:
             return self._push(data, payload_len, msgs)
 
+    def push_always_at(self, data: bytes, payload_len: int = 0, msgs: int = 0) -> int:
+        _need(data, bytes, "data")
+        with self._lock:
+            rc = self._push(data, payload_len, msgs)
+            return self.appended << 3 | rc
+
     def _push(self, data: bytes, payload_len: int, msgs: int) -> int:
         # Under self._lock.
         self._chunks.append(data)
         self.nbytes += len(data)
+        self.appended += len(data)
         if msgs:
             self.out_msgs += msgs
             self.out_bytes += payload_len
@@ -237,17 +304,116 @@ class WriteQueue:
         with self._lock:
             self._chunks.insert(0, data)
             self.nbytes += len(data)
+            self._lead += len(data)
 
     def take(self) -> tuple[list[bytes], int]:
         with self._lock:
             chunks = self._chunks
             if not chunks:
                 return [], 0
-            self.big = False
-            self._chunks = []
+            keep: list[bytes] = []
+            end = self.appended
+            if self._barrier >= 0:
+                end = self._barrier
+                chunks, keep = self._split_at(chunks, end)
+                if not chunks:
+                    return [], 0
+            else:
+                self.big = False
+            self._chunks = keep
             size = sum(map(len, chunks))
             self.nbytes -= size
+            # What ``out`` will hold: for written_now() and recover().
+            holes = self._holes
+            self._out_from = self._from
+            self._out_end = end
+            self._out_lead = self._lead
+            self._out_len = size
+            self._out_holes = [h for h in holes if h[0] < end]
+            self._holes = [h for h in holes if h[0] >= end]
+            self._from = end
+            self._lead = 0
         return chunks, size
+
+    def _split_at(self, chunks: list[bytes], pos: int) -> tuple[list[bytes], list[bytes]]:
+        # Under self._lock: the chunks before position ``pos`` and those after
+        # (appended whole after it: they are counted off from the end).
+        after = self.appended - pos - sum(e - s for s, e in self._holes if s >= pos)
+        i = len(chunks)
+        while after > 0 and i > 0:
+            i -= 1
+            after -= len(chunks[i])
+        return chunks[:i], chunks[i:]
+
+    def pause(self) -> int:
+        with self._lock:
+            self._barrier = self.appended
+            return self._barrier
+
+    def written_now(self) -> int:
+        with self._lock:
+            return self._written_now()
+
+    def _written_now(self) -> int:
+        # The position up to which whole commands are written: all that was
+        # taken, or, with ``out`` part sent, up to the command the cut is in.
+        out = self.out
+        if not out:
+            return self._from
+        first = out[0]
+        cut = self._out_len - sum(map(len, out)) + frame_start(first, self.out_sent)
+        return self._position(cut)
+
+    def _position(self, cut: int) -> int:
+        # The stream position of byte ``cut`` of the batch in ``out``.
+        c = cut - self._out_lead
+        pos = self._out_from
+        if c <= 0:
+            return pos
+        for s, e in self._out_holes:
+            seg = s - pos
+            if c <= seg:
+                return pos + c
+            c -= seg
+            pos = e
+        return pos + c
+
+    def withdraw(self, ranges: list[tuple[int, int]]) -> list[bool]:
+        with self._lock:
+            ok = [False] * len(ranges)
+            start = self._from
+            holes = self._holes
+            merged: list[tuple[int, int]] = []
+            cuts: list[tuple[int, int]] = []  # physical, in the queued counted bytes
+            hi = 0
+            gone = 0  # bytes of the holes before the range looked at (already cut out)
+            last = start  # the end of the last hole or range kept
+            for i in sorted(range(len(ranges)), key=lambda k: ranges[k][0]):
+                s, e = ranges[i]
+                if not (type(s) is int and type(e) is int):
+                    raise TypeError("withdraw: ranges are (start, end) pairs of ints")
+                while hi < len(holes) and holes[hi][1] <= s:
+                    h = holes[hi]
+                    merged.append(h)
+                    gone += h[1] - h[0]
+                    last = h[1]
+                    hi += 1
+                if s < last or e <= s or e > self.appended:
+                    continue  # taken already, overlapping, or not a range
+                if hi < len(holes) and holes[hi][0] < e:
+                    continue  # overlaps a hole
+                ps = s - start - gone
+                cuts.append((ps, ps + e - s))
+                merged.append((s, e))
+                last = e  # (its bytes are still there: later offsets do not move)
+                ok[i] = True
+            if not cuts:
+                return ok
+            merged.extend(holes[hi:])
+            self._holes = merged
+            self._chunks = _cut(self._chunks, cuts, self._lead)
+            self.nbytes -= sum(pe - ps for ps, pe in cuts)
+        return ok
 
     def rekick(self, clear: bool) -> bool:
         with self._lock:
@@ -305,15 +471,30 @@ class WriteQueue:
             token.release()
 
     def recover(self) -> None:
-        out = self.out
-        if out:
-            first = out[0]
-            out[0] = first[frame_start(first, self.out_sent) :]
-            for buf in reversed(out):
-                if len(buf):
-                    self.push_front(bytes(buf))
-        self.out = []
-        self.out_sent = 0
+        with self._lock:
+            out = self.out
+            if out:
+                w = self._written_now()
+                first = out[0]
+                start = frame_start(first, self.out_sent)
+                cut = self._out_len - sum(map(len, out)) + start
+                back = [bytes(b) for b in [first[start:], *out[1:]] if len(b)]
+                self._chunks[0:0] = back
+                self.nbytes += sum(map(len, back))
+                # Resubscriptions the cut left unsent have no position either.
+                # (Nothing is pushed in front between a take and its recover:
+                # ``_lead`` is 0 here.)
+                self._lead += max(0, self._out_lead - cut)
+                self._holes = [h for h in self._out_holes if h[0] >= w] + self._holes
+                self._from = w
+            else:
+                w = self._from
+            if w > self.written:
+                self.written = w
+            self._barrier = -1
+            self.out = []
+            self.out_sent = 0
+            self._out_holes = []
 
 
 class Counter:
@@ -349,3 +530,32 @@ def _gather(chunks: list[bytes]) -> list[bytes]:
     if small:
         bufs.append(small[0] if len(small) == 1 else b"".join(small))
     return bufs
+
+
+def _cut(chunks: list[bytes], cuts: list[tuple[int, int]], lead: int) -> list[bytes]:
+    """``chunks`` without the byte ranges ``cuts`` (sorted, disjoint, counted from
+    the end of the first ``lead`` bytes)."""
+    kept: list[bytes] = []
+    off = -lead  # where the chunk looked at starts
+    ci = 0
+    for chunk in chunks:
+        n = len(chunk)
+        end = off + n
+        if ci >= len(cuts) or cuts[ci][0] >= end:
+            kept.append(chunk)
+            off = end
+            continue
+        at = off  # the first byte of the chunk not yet kept or cut
+        while ci < len(cuts) and cuts[ci][0] < end:
+            ps, pe = cuts[ci]
+            if ps > at:
+                kept.append(chunk[at - off : ps - off])
+            if pe > end:
+                at = end  # the cut goes on in the next chunk
+                break
+            at = pe
+            ci += 1
+        if at < end:
+            kept.append(chunk[at - off :])
+        off = end
+    return kept

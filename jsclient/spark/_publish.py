@@ -14,11 +14,12 @@ completes each one with its PubAck, parsed by the C twin of
 At most ``window`` publishes wait for their acks; a sender waits for room for
 at most ``timeout`` seconds. The window is the async-publish engine's
 (:mod:`jsclient.jetstream.publish.engine`), with its one disconnect rule: a
-publish written to the socket that was then lost is marked lost (the caller
-sends it again: same id, stored once); one sent after the loss waits in the
-reconnect buffer, goes out on reconnect and is acked normally, whenever the
-"disconnected" event comes. Acks that do not come within ``timeout`` are
-marked lost too. Every wait is bounded.
+publish whose frame the writer recorded as written whole to the socket that
+was then lost is marked lost (the caller sends it again: same id, stored
+once); every other one waits in the reconnect buffer, goes out on reconnect
+and is acked normally, whenever the "disconnected" event comes. Acks that do
+not come within ``timeout`` are marked lost too, and those still queued are
+withdrawn first, so a row is never on its way twice. Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -60,10 +61,11 @@ class Ack:
     __slots__ = (
         "_hdr",
         "_token",
+        "_wend",
+        "_wlen",
         "body",
         "duplicate",
         "error",
-        "publish_time",
         "row",
         "seq",
         "state",
@@ -82,7 +84,8 @@ class Ack:
         self.seq = 0
         self.duplicate = False
         self.error: BaseException | None = None
-        self.publish_time = 0.0  # of its send (the engine's disconnect rule)
+        self._wend = 0  # where its frame ends in the write stream (the engine's rule)
+        self._wlen = 0
 
     def again(self) -> Ack:
         """The same message (same subject, payload, headers, id) as a new request."""
@@ -172,14 +175,16 @@ class AckWindow(PublishEngine[Ack]):
 
     def _submit(self, acks: list[Ack]) -> None:
         self._wait(self.window - len(acks), what="room in the publish window")
-        now = time.monotonic()  # before the write: the disconnect rule compares it
-        for ack in acks:
-            ack.publish_time = now
         self._pending.update(dict.fromkeys(acks))  # before the write: the ack may come first
         self.inflight.extend(acks)
-        for ack, exc in self.nc._mux.send_batch(acks):
+        failed = self.nc._mux.send_batch(acks)
+        for ack, exc in failed:
             refused = isinstance(exc, errors.BadSubjectError | errors.MaxPayloadError)
             self.finish(ack, FAILED if refused else LOST, exc)
+        if acks[-1]._wend <= self._conn.lost_written:  # a loss during the write
+            for ack in acks:
+                if ack.state == PENDING:
+                    self._check_sent(ack)
 
     def drain(self) -> None:
         """Wait (at most ``timeout``) for every outstanding ack; mark the missing ones lost."""
@@ -189,10 +194,12 @@ class AckWindow(PublishEngine[Ack]):
             self._give_up(self.inflight, exc)
 
     def _give_up(self, acks: Iterable[Ack], exc: BaseException) -> None:
-        for ack in list(acks):
-            if ack.state == PENDING:
-                self.finish(ack, LOST, exc)
-                self.nc._mux.cancel(ack._token)
+        # The token first (a reply that came wins), then the frame out of the
+        # queue if it is still there: the row is sent again by the caller.
+        mine = [a for a in list(acks) if a.state == PENDING and self.nc._mux.cancel(a._token)]
+        self._withdraw(mine)
+        for ack in mine:
+            self.finish(ack, LOST, exc)
 
     def _wait(self, limit: int, what: str) -> None:
         """Until at most ``limit`` are outstanding (TimeoutError after ``timeout`` s).

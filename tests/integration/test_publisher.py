@@ -381,24 +381,24 @@ def test_ack_timeouts_while_disconnected_are_retried(nats_server: NatsServer, nc
     _acks(futs, timeout=1)
     retried = rec.of("retrying")
     assert len(retried) >= 5 and {f.id for f in retried} == {f.result().id for f in futs}
-    # the ack timeouts themselves were retried, counted as a disconnect: each
-    # flight's first retry; once reconnected, a server still recovering its
+    # the ack timeouts themselves were retried: each flight's first retry is
+    # a timeout of an attempt that was never sent (withdrawn from the reconnect
+    # buffer, so not stored); once reconnected, a server still recovering its
     # stream may answer 503 or more slowly than wait_timeout (a busy machine)
     first: dict[int, BaseException | None] = {}
     for flight, exc in zip(retried, rec.retry_errors, strict=True):
         first.setdefault(flight.id, exc)
     assert len(first) == 5
     assert all(
-        isinstance(e, errors.PublishDisconnectedError) and "while disconnected" in str(e)
+        isinstance(e, errors.PublishAckTimeoutError) and e.sent is False and "never sent" in str(e)
         for e in first.values()
     ), first
     assert all(
-        isinstance(e, (errors.PublishDisconnectedError, errors.NoStreamResponseError))
-        or type(e) is errors.TimeoutError
+        isinstance(e, (errors.PublishAckTimeoutError, errors.NoStreamResponseError))
         for e in rec.retry_errors
     ), rec.retry_errors
     assert all(f.result().attempts >= 2 for f in futs)
-    # each attempt was buffered and sent on reconnect; Nats-Msg-Id kept one copy
+    # the attempts that timed out never left: one copy each reached the stream
     assert js.stream("F").info().state.messages == 5
 
 
@@ -442,7 +442,10 @@ def test_ack_timeout_with_msg_ids_is_retried(nc: Client) -> None:
         assert flight.publish_ack_future.result(5).seq == 1
         assert flight.attempts == 2 and not flight.timed_out and flight.error is None
         assert pub.timed_out_count == 0 and not rec.timeouts
-        assert [type(e) for e in rec.retry_errors] == [errors.TimeoutError]
+        # a timeout of a send that went out: the outcome was unknown
+        assert [(type(e), e.sent) for e in rec.retry_errors] == [
+            (errors.PublishAckTimeoutError, True)
+        ]
         assert fake.got == 2
     finally:
         fake.close()

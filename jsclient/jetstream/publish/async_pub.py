@@ -17,20 +17,25 @@ its token registered).
   ``publish_async_timeout``, by default its ``timeout`` of 5 s, or the call's
   ``ack_timeout``), counted from when it joins the window, so a lost ack (a
   stream leader stepping down drops publishes) fails its future with
-  ``TimeoutError`` and frees its place, and ``publish_async_complete()``
-  always ends. Publishes with the default timeout are checked by the
-  engine's sweep timer; one with a timeout of its own gets its own timer,
-  which its ack cancels (a cancelled timer leaves the scheduler's heap).
+  :class:`~jsclient.errors.PublishAckTimeoutError` (a ``TimeoutError``) and
+  frees its place, and ``publish_async_complete()`` always ends. A publish
+  still queued then (the reconnect buffer) is withdrawn in the same step
+  (``sent=False``: never sent, not stored); one that was written may or may
+  not be stored (``sent=True``). Publishes with the default timeout are
+  checked by the engine's sweep timer; one with a timeout of its own gets its
+  own timer, which its ack cancels (a cancelled timer leaves the scheduler's heap).
 - **503**: a "no responders" reply (the stream is starting or electing a
   leader) is retried twice, 250 ms apart, from the timer thread, which
   queues the retry without ever waiting for room.
 - **Disconnect**: a future fails with
-  :class:`~jsclient.errors.PublishDisconnectedError` only if its publish was
-  written to the socket that was lost (the server may or may not have stored
-  it); a publish made after the socket was lost waits in the reconnect buffer,
-  goes out on reconnect and completes normally, whenever the "disconnected"
-  event reaches the library (the engine's one rule:
-  :mod:`jsclient.jetstream.publish.engine`). "closed" fails every pending future.
+  :class:`~jsclient.errors.PublishDisconnectedError` only if its frame was
+  written whole to the socket that was lost (the server may or may not have
+  stored it), as the writer recorded it; every other pending publish waits in
+  the reconnect buffer, goes out on reconnect and completes normally (the
+  engine's one rule: :mod:`jsclient.jetstream.publish.engine`). A publish that
+  carries a ``Nats-Msg-Id`` is not failed: it is sent again on the new
+  connection (the stream's duplicate window drops a second copy), within its
+  ack timeout. "closed" fails every pending future.
 
 The window, the sweep, the 503 timer and the disconnect rule are the
 engine's (:class:`~jsclient.jetstream.publish.engine.PublishEngine`); the
@@ -49,11 +54,19 @@ from jsclient._future import LazyFuture, completion_lock
 from jsclient._threads import TimerHandle
 from jsclient.api import PubAck
 from jsclient.jetstream._wire import parse_pub_ack, status_reply_error
-from jsclient.jetstream.publish.engine import PublishEngine
+from jsclient.jetstream.publish.engine import PublishEngine, ack_timeout_error
 
 if TYPE_CHECKING:
     from jsclient._core import Core
     from jsclient.msg import Msg
+
+
+#: A timeout that finds a publish's send in progress looks again this much later.
+_LOOK_AGAIN = 0.01
+
+
+def _has_msg_id(headers: bytes | None) -> bool:
+    return headers is not None and headers.lower().find(b"\nnats-msg-id:") >= 0
 
 
 class PubFuture(LazyFuture[PubAck]):
@@ -106,10 +119,8 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
             window = self._window
             if not window.wait_room(_mono() + self.stall_wait) and window.full():
                 raise errors.TooManyStalledMsgsError()
-        # Before the write: the disconnect rule compares it with the socket's loss.
-        now = ack.publish_time = _mono()
         if timeout is not None:
-            ack.deadline = now + timeout  # counted from joining the window
+            ack.deadline = _mono() + timeout  # counted from joining the window
         # One dict operation, atomic on its own (a built-in container's
         # operations are, with or without a GIL): no lock of ours for it.
         # Threads publishing at once may each add one past the window.
@@ -122,16 +133,19 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
         if timeout is not None and self._sweep_timer is None:
             self._arm(timeout)
         try:
-            token = client._mux.send(subject, payload, headers, ack)
+            token = client._mux.send_tracked(subject, payload, headers, ack)
         except BaseException:
             self._forget(ack)
             raise
         if ack.set_token(token):
-            # Failed (a disconnect) before the token was set; see abandon().
+            # Failed (the connection closed) before the token was set; see abandon().
             client._mux.cancel(token)
-        elif own:
+            return ack
+        if own:
             # If the ack wins the race with this line, the timer finds it done.
             ack.timer = client._scheduler.call_later(own, self._expired, ack)
+        if ack._wend <= self._conn.lost_written:  # _check_sent's test, inline: once per publish
+            self._check_sent(ack)
         return ack
 
     def complete(self, timeout: float | None) -> None:
@@ -143,14 +157,49 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
     # -- the engine's hooks ---------------------------------------------------------
 
     def _expired(self, ack: _AsyncPub) -> None:
-        if not ack._lz_done:
-            self.abandon(
-                ack,
-                errors.TimeoutError(f"nats: timeout waiting for the publish ack on {ack.subject}"),
-            )
+        # Timer thread: a publish's own timer.
+        again = self._expired_all([ack])
+        if again and not ack._lz_done:
+            ack.timer = self._client._scheduler.call_later(again, self._expired, ack)
+
+    def _expired_all(self, acks: list[_AsyncPub]) -> float:
+        # Timer thread: time out what is overdue, withdrawing what was never sent.
+        # The token is taken back first (a reply that came first wins), then the
+        # frames are withdrawn in one step: withdrawn ones were never written.
+        cancel = self._client._mux.cancel
+        claimed: list[_AsyncPub] = []
+        never: list[_AsyncPub] = []
+        again = 0.0
+        for ack in acks:
+            if ack._lz_done:
+                continue
+            token = ack._token
+            if token is None:
+                if ack._resends:
+                    never.append(ack)  # a 503 said "not stored"; its re-send is not queued yet
+                else:
+                    again = _LOOK_AGAIN  # its send is in progress: decided once it returned
+                continue
+            if cancel(token):
+                claimed.append(ack)
+        withdrawn = self._withdraw(claimed)
+        for ack, gone in zip(claimed, withdrawn, strict=True):
+            self.finish(ack, None, self._timeout_error(ack, ack._maybe or not gone))
+        for ack in never:
+            self.finish(ack, None, self._timeout_error(ack, ack._maybe))
+        return again
+
+    def _timeout_error(self, ack: _AsyncPub, sent: bool) -> errors.PublishAckTimeoutError:
+        timeout = self.ack_timeout if ack.deadline else None  # (own timeouts are not kept)
+        return ack_timeout_error(ack.subject, timeout, sent)
 
     def _lost(self, ack: _AsyncPub, exc: BaseException) -> None:
-        # The engine took the token back: the reply will not come.
+        # The engine took the token back: the reply will not come. With a
+        # Nats-Msg-Id it is sent again instead (the stream drops a second copy).
+        if isinstance(exc, errors.PublishDisconnectedError) and _has_msg_id(ack.headers):
+            ack._maybe = True  # the lost send may have been stored
+            self._send_again(ack, exc)
+            return
         self.finish(ack, None, exc)
 
     def _on_conn_event(self, event: str) -> None:
@@ -163,17 +212,27 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
 
     def _resend_503(self, ack: _AsyncPub) -> None:
         # Timer thread: a fresh reply token; never waits for room.
-        if ack._lz_done:
-            return
+        if not ack._lz_done:
+            self._send_again(ack, None)
+
+    def _send_again(self, ack: _AsyncPub, cause: BaseException | None) -> None:
+        # Timer thread (503) or events thread (a disconnect): the same bytes with
+        # a fresh reply token, queued without waiting for room (to the reconnect
+        # buffer while disconnected). If it cannot be queued, the publish fails
+        # with ``cause`` (or the queue's error).
         client = self._client
-        ack.publish_time = _mono()
         try:
-            token = client._mux.send(ack.subject, ack.payload, ack.headers, ack, nowait=True)
+            token = client._mux.send_tracked(
+                ack.subject, ack.payload, ack.headers, ack, nowait=True
+            )
         except errors.Error as exc:
-            self.finish(ack, None, exc)
+            self.finish(ack, None, cause or exc)
             return
         if ack.set_token(token):
             client._mux.cancel(token)
+            self._withdraw([ack])  # failed meanwhile (closed): not sent after that
+            return
+        self._check_sent(ack)
 
     # -- completing -----------------------------------------------------------------
 
@@ -224,13 +283,15 @@ class _AsyncPub(PubFuture):
     """
 
     __slots__ = (
+        "_maybe",
         "_resends",
         "_token",
+        "_wend",
+        "_wlen",
         "deadline",
         "headers",
         "owner",
         "payload",
-        "publish_time",
         "subject",
         "timer",
     )
@@ -257,8 +318,10 @@ class _AsyncPub(PubFuture):
         self._token: str | None = None
         self.timer: TimerHandle | None = None
         self.deadline = 0.0  # checked by the owner's sweep (0: a timer of its own, or none)
-        self.publish_time = 0.0  # of the latest send (the engine's disconnect rule)
+        self._wend = 0  # where its latest frame ends in the write stream (the engine's rule)
+        self._wlen = 0
         self._resends = 0  # 503 re-sends (the engine's 503 rule)
+        self._maybe = False  # an earlier send went to a lost socket (re-sent: it has an id)
 
     def set_token(self, token: str) -> bool:
         """Note the reply token; True if the future is done already (the caller

@@ -7,42 +7,57 @@
 
 - **the pending set**: a dict in publish order of the publishes waiting for
   their acks, each its own reply waiter on the client's request mux with its
-  reply ``_token`` and the ``publish_time`` (``time.monotonic()``, taken
-  before the write) of its latest send; and the flow-control
+  reply ``_token`` and the place of its latest send in the connection's write
+  stream (``_wend``, the position just past its frame, and ``_wlen``, the
+  frame's length: :mod:`jsclient.protocol.writer`); and the flow-control
   :class:`~jsclient.jetstream.publish.window.Window` over its length. One
   dict operation per publish and per ack, atomic on its own: no lock of ours.
 - **ack timeouts** (:meth:`PublishEngine._arm`): one timer for the default
   timeout, armed for the oldest publish's ``deadline`` (counted from joining
   the window: the set is in publish order, so the first not yet due ends a
-  sweep) and armed again after a publish joined whenever none is.
+  sweep) and armed again after a publish joined whenever none is. A publish
+  whose timeout passes while its frame is still queued (the reconnect buffer,
+  the write queue) is withdrawn from the queue in the same step that fails it
+  (:meth:`PublishEngine._withdraw`): it is never sent later, and its
+  :class:`~jsclient.errors.PublishAckTimeoutError` says ``sent=False``; one
+  already written says ``sent=True``: the outcome is unknown.
 - **the 503 rule** (:meth:`PublishEngine._retry_503`): a "no responders" reply
   (the stream is starting or electing a leader) is sent again after
   ``PUBLISH_RETRY_WAIT``, at most ``PUBLISH_RETRY_ATTEMPTS`` times, from the
   timer thread, which never waits for room.
-- **the disconnect rule** (:meth:`PublishEngine._on_conn_event`): a publish
-  fails with :class:`~jsclient.errors.PublishDisconnectedError` only if it was
-  written to a socket that was then lost: its latest send is not later than
-  the client's ``_lost_at`` (set when the socket is lost, before the
-  "disconnected" event reaches listeners) and the engine takes its reply
-  token back (a reply that got there first wins). A publish sent after the
-  socket was lost sits in the reconnect buffer and goes out on reconnect, so
-  it is left alone and completes normally, whether the event comes before or
-  after it (the events thread may run late, even after the reconnect). A
-  publish whose send is still in progress when the event comes (no token yet)
-  is left to its ack timeout; one whose send time was taken just before the
-  loss counts as written to the lost socket (the safe side: the error says the
-  server may or may not have stored it). "closed" fails every publish whose token is
-  still registered with :class:`~jsclient.errors.ConnectionClosedError`.
+- **the disconnect rule** (:meth:`PublishEngine._on_conn_event`): the writer
+  keeps the one record of what reached a socket. When a connection is lost it
+  sets ``lost_written``, the position up to which whole commands went to
+  sockets that are now lost, before the "disconnected" event reaches
+  listeners. A publish fails with
+  :class:`~jsclient.errors.PublishDisconnectedError` only if its frame ends at
+  or before that position (it was written whole to a lost socket: the server
+  may or may not have stored it) and the engine takes its reply token back (a
+  reply that got there first wins). Every other pending publish is queued
+  still (the writer kept it for the next connection, a frame cut in half
+  included) and completes normally, whenever the event comes (the events
+  thread may run late, even after the reconnect). A publish whose send was
+  still in progress when the event came checks the same position once its
+  write returned (:meth:`PublishEngine._check_sent`). "closed" fails every
+  publish whose token is still registered with
+  :class:`~jsclient.errors.ConnectionClosedError`.
 
-What each user keeps is its own: ``publish_async`` its futures; the Spark
-window its Ack states (a lost publish is sent again by the writer with the
-same Nats-Msg-Id); the Publisher its flights, retries, listener, hold and
-refill, stall probes and runners. The Publisher's ack timeouts are this
-sweep too: each of its sends (one ``wait_timeout`` for all) sets ``deadline``
-and re-joins the dict at its end, which keeps the dict in deadline order; its
-:meth:`_expired` only hands the flight to its flights runner, which decides the
-timeout there (see :mod:`.settle`). Its 503 re-sends wait on that runner's own
-retry heap (they go out in one write with its retries).
+``force_reconnect()`` asks the engines (:meth:`PublishEngine._written_unacked`)
+while it lets the acks of what was already written come back before it cuts
+the socket (:mod:`jsclient._reconnect`); every engine is in the client's weak
+set ``_engines`` for that.
+
+What each user keeps is its own: ``publish_async`` its futures (and it sends
+a publish carrying a ``Nats-Msg-Id`` again after a disconnect instead of
+failing it: the stream's duplicate window makes that safe); the Spark window
+its Ack states (a lost publish is sent again by the writer with the same
+Nats-Msg-Id); the Publisher its flights, retries, listener, hold and refill,
+stall probes and runners. The Publisher's ack timeouts are this sweep too:
+each of its sends (one ``wait_timeout`` for all) sets ``deadline`` and re-joins
+the dict at its end, which keeps the dict in deadline order; its
+:meth:`_expired` only hands the flight to its flights runner, which decides
+the timeout there (see :mod:`.settle`). Its 503 re-sends wait on that runner's
+own retry heap (they go out in one write with its retries).
 The listener is registered by weak reference (:meth:`PublishEngine._listen`):
 the client's listener list must not keep every engine ever made alive; the
 Publisher registers its bound ``_on_conn_event`` while its flights runner runs.
@@ -63,15 +78,17 @@ from jsclient.jetstream.publish.window import Window
 if TYPE_CHECKING:
     from jsclient._core import Core
     from jsclient._threads import TimerHandle
+    from jsclient.connection import Connection
 
-__all__ = ["Pending", "PublishEngine"]
+__all__ = ["Pending", "PublishEngine", "ack_timeout_error"]
 
 
 class Pending(Protocol):
     """What the engine reads of a pending publish (the reply waiter itself)."""
 
     _token: str | None  # the reply token of its latest send (None: none registered)
-    publish_time: float  # time.monotonic() of its latest send, taken before the write
+    _wlen: int  # the length of its latest send's frame
+    _wend: int  # that frame's end in the write stream (0: not written yet)
 
 
 P = TypeVar("P", bound=Pending)
@@ -87,6 +104,7 @@ class PublishEngine(Generic[P]):
     """
 
     _client: Core
+    _conn: Connection
     _pending: dict[P, None]
     _window: Window
     _clock_lock: threading.Lock
@@ -95,6 +113,8 @@ class PublishEngine(Generic[P]):
 
     def _init_engine(self, client: Core, limit: int, resume_at: int) -> None:
         self._client = client
+        self._conn = client._conn  # lost_written and the writer: the one record
+        client._engines.add(self)  # force_reconnect's grace asks every engine
         self._pending = {}  # in publish order
         self._window = Window(limit, resume_at, self._pending.__len__)
         self._clock_lock = threading.Lock()  # the sweep timer and the listener
@@ -111,6 +131,13 @@ class PublishEngine(Generic[P]):
         """Timer thread: the sweep found ``p`` past its ``deadline`` (it may find
         ``p`` again at a later sweep while ``p`` stays in the set with that deadline)."""
         raise NotImplementedError
+
+    def _expired_all(self, ps: list[P]) -> float:
+        """Timer thread: the sweep's overdue publishes, in publish order. Returns
+        how soon (seconds) to look again at one it left (0.0: none left)."""
+        for p in ps:
+            self._expired(p)
+        return 0.0
 
     def _resend_503(self, p: P) -> None:
         """Timer thread: send ``p`` again after a 503 (a fresh token; never wait for room)."""
@@ -143,8 +170,9 @@ class PublishEngine(Generic[P]):
                 expired.append(p)
             if nxt:
                 self._sweep_timer = self._client._scheduler.call_later(nxt - now, self._sweep)
-        for p in expired:
-            self._expired(p)
+        again = self._expired_all(expired) if expired else 0.0
+        if again:
+            self._arm(again)  # a send still in progress: its clock is checked again soon
 
     # -- the 503 rule ---------------------------------------------------------------
 
@@ -198,17 +226,56 @@ class PublishEngine(Generic[P]):
     def _on_conn_event(self, event: str) -> None:
         # Events thread (see the module docstring).
         if event == "disconnected":
-            self._take_back(self._client._lost_at, errors.PublishDisconnectedError)
+            self._take_back(self._conn.lost_written, errors.PublishDisconnectedError)
         elif event == "closed":
             self._take_back(None, errors.ConnectionClosedError)
 
-    def _take_back(self, lost_at: float | None, exc_type: Callable[[], BaseException]) -> int:
-        """Fail the publishes sent at or before ``lost_at`` (None: all) whose reply
-        token this call takes back; returns how many."""
+    def _take_back(self, written: int | None, exc_type: Callable[[], BaseException]) -> int:
+        """Fail the publishes whose frame ends at or before ``written`` (None: all)
+        and whose reply token this call takes back; returns how many."""
         cancel = self._client._mux.cancel
         n = 0
         for p in list(self._pending):  # a copy: the reader removes meanwhile
-            if (lost_at is None or p.publish_time <= lost_at) and cancel(p._token):
+            end = p._wend
+            if (written is None or 0 < end <= written) and cancel(p._token):
                 n += 1
                 self._lost(p, exc_type())
         return n
+
+    def _check_sent(self, p: P) -> None:
+        """After ``p``'s send returned (its token set): if its frame went whole to a
+        socket that is lost already, the "disconnected" event may have looked at
+        ``p`` before its place was known: apply the rule to it now."""
+        end = p._wend
+        if end and end <= self._conn.lost_written and self._client._mux.cancel(p._token):
+            self._lost(p, errors.PublishDisconnectedError())
+
+    def _withdraw(self, ps: list[P]) -> list[bool]:
+        """Take the frames of ``ps`` out of the write queue where no writer took them
+        yet; True for each withdrawn (never to be sent). Any thread."""
+        if not ps:
+            return []
+        return self._conn.writer.withdraw([(p._wend - p._wlen, p._wend) for p in ps])
+
+    def _written_unacked(self, written: int) -> bool:
+        """True while a publish written at or before ``written`` still waits for its ack."""
+        waiting = self._client._mux._map
+        for p in list(self._pending):
+            end = p._wend
+            if 0 < end <= written and p._token in waiting:
+                return True
+        return False
+
+
+def ack_timeout_error(
+    subject: str, timeout: float | None, sent: bool
+) -> errors.PublishAckTimeoutError:
+    """The error of a publish whose ack did not come within ``timeout``."""
+    within = "" if timeout is None else f" within {timeout:g} s"
+    if sent:
+        what = "it was sent, so the stream may or may not have stored it"
+    else:
+        what = "it was never sent (withdrawn from the reconnect buffer): not stored"
+    return errors.PublishAckTimeoutError(
+        f"nats: no publish ack on {subject}{within}; {what}", sent=sent
+    )

@@ -221,6 +221,7 @@ class Flight(_Future["Flight"]):
         "_gen",
         "_hdr",
         "_id",
+        "_maybe",
         "_n",
         "_overdue",
         "_owner",
@@ -228,6 +229,8 @@ class Flight(_Future["Flight"]):
         "_resends",
         "_settled",
         "_token",
+        "_wend",
+        "_wlen",
         "attempts",
         "body",
         "deadline",
@@ -276,7 +279,10 @@ class Flight(_Future["Flight"]):
         # That attempt's outcome: a reply Msg, an error, None (closed); _NOTHING
         # once the flights runner has decided on it.
         self._reply: Any = _NOTHING
-        self._resends = 0  # 503 re-sends within the current attempt
+        self._resends = 0  # 503 and disconnect re-sends within the current attempt
+        self._wend = 0  # where the current send's frame ends in the write stream
+        self._wlen = 0  # (the engine's disconnect rule and withdrawals)
+        self._maybe = False  # a send of it was written and may be stored (lost socket, timeout)
         self._gen = 0  # counts sends (attempts and re-sends): tells stale clocks apart
         self._overdue = -1  # the send (_gen) whose overdue ack was looked for once
         # The engine's ack clock of the current send (0.0: none running): the

@@ -53,9 +53,10 @@ Nats-Msg-Id. A caller that wants de-duplication across restarts passes its own
 stable ``msg_id=`` (or a ``Nats-Msg-Id`` header); it is kept on every retry.
 
 The queue is bounded (``max_queued``): ``publish_async`` on a full queue waits
-up to ``stall_wait`` for it to drain to three quarters, then raises
-TooManyStalledMsgsError, as ``JetStream.publish_async`` does for its window
-(on a runner's own thread, e.g. from a listener, it never waits).
+up to ``stall_wait`` (60 s by default, not ``JetStream.publish_async``'s
+0.2 s: the publisher rides out outages) for it to drain to three quarters,
+then raises TooManyStalledMsgsError (on a runner's own thread, e.g. from a
+listener, it never waits).
 
 ``drain()`` refuses new messages and returns once every queued message is
 published and settled; it raises PublisherNotRunningError when a runner it
@@ -164,12 +165,14 @@ class Publisher(PublishRunner, FlightsRunner):
         wait_timeout: float = 5.0,
         listener: PublisherListener | None = None,
         max_queued: int | None = None,
-        stall_wait: float = 0.2,
+        stall_wait: float = 60.0,
     ) -> None:
         """See the module docstring. ``max_queued``: how many messages may wait
         for the publish runner (None: ``max(4000, 4 * max_in_flight)``; 0: no
         bound); ``stall_wait``: how long ``publish_async`` waits for room in a
-        full queue before it raises TooManyStalledMsgsError (0: at once)."""
+        full queue before it raises TooManyStalledMsgsError (0: at once; 60 s by
+        default, Kafka's ``max.block.ms``: the publisher exists to ride out an
+        outage, so a producer feeding it through a server restart waits)."""
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         if not 0 <= refill_allowed_at < max_in_flight:

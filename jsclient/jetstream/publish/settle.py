@@ -28,8 +28,14 @@ from itertools import repeat
 from typing import Any
 
 from jsclient import errors
-from jsclient.jetstream._wire import PUBLISH_RETRY_WAIT, _pub_ack_fields, status_reply_error
+from jsclient.jetstream._wire import (
+    PUBLISH_RETRY_WAIT,
+    _pub_ack_fields,
+    may_resend,
+    status_reply_error,
+)
 from jsclient.jetstream._wire import parse_pub_ack as _parse_pub_ack
+from jsclient.jetstream.publish.engine import ack_timeout_error
 from jsclient.jetstream.publish.flight import _NOTHING, Flight, _call, _Future, _is_expectation
 from jsclient.jetstream.publish.state import _FAILED, _TIMED_OUT, PublisherState
 
@@ -378,20 +384,15 @@ class FlightsRunner(PublisherState):
         self._time_out(flight, now, settled)
 
     def _time_out(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
-        """No reply will come for the flight's send: retry it, or time it out."""
-        if not self._client.is_connected:
-            # The ack was lost with the connection: retryable like a disconnect.
-            cause = errors.PublishDisconnectedError(
-                f"nats: no publish ack within {self.wait_timeout} s while disconnected"
-            )
-            if self._retried_later(flight, cause, now):
-                return
-        error = errors.TimeoutError(
-            f"nats: no publish ack for {flight.id} within {self.wait_timeout} s"
-        )
-        # With a Nats-Msg-Id a retry is safe (the stream drops a second copy),
-        # so a dropped publish is retried like a 503.
-        if _has_msg_id(flight) and self._retried_later(flight, error, now):
+        """No reply will come for the flight's send (its token is back): retry it,
+        or time it out. A send still queued (the reconnect buffer) is withdrawn
+        first, so the error is true: never sent, or sent with an unknown outcome."""
+        gone = self._withdraw([flight])[0]
+        sent = flight._maybe = flight._maybe or not gone
+        error = ack_timeout_error(flight.subject, self.wait_timeout, sent)
+        # A send that never left is retried like a 503; with a Nats-Msg-Id a
+        # retry is safe too (the stream drops a second copy).
+        if (not sent or _has_msg_id(flight)) and self._retried_later(flight, error, now):
             return
         flight.timed_out = True
         flight.error = error
@@ -403,7 +404,7 @@ class FlightsRunner(PublisherState):
         flight.error = exc
         if _is_expectation(exc):
             flight.expectation_failed = True
-        elif self._retried_later(flight, exc, now):
+        elif self._retried_later(flight, exc, now) or self._send_again(flight, exc, now):
             return
         elif isinstance(exc, errors.TimeoutError):
             flight.timed_out = True
@@ -421,6 +422,21 @@ class FlightsRunner(PublisherState):
         self._retried += 1
         if self._on_retrying is not None:
             _call(self._on_retrying, flight)
+        return True
+
+    def _send_again(self, flight: Flight, exc: BaseException, now: float) -> bool:
+        """A send lost with its connection, no retry left or none configured: a
+        flight with a Nats-Msg-Id goes out again in the same attempt (twice at
+        most, as 503s), since the stream's duplicate window makes that safe."""
+        if (
+            self._stopped
+            or not isinstance(exc, errors.PublishDisconnectedError)
+            or not _has_msg_id(flight)
+            or not may_resend(flight._resends)
+        ):
+            return False
+        flight._resends += 1
+        heapq.heappush(self._retries, (now, next(self._retry_ids), flight, False, flight._gen))
         return True
 
 

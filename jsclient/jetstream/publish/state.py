@@ -101,6 +101,11 @@ class PublisherState(PublishEngine[Flight]):
                     flight.deliver(exc)
             lost = {id(f) for f, _ in failed}
             flights = [f for f in flights if id(f) not in lost]
+        if flights and flights[-1]._wend <= self._conn.lost_written:
+            # The socket was lost during the write: the disconnect event may
+            # have looked before these knew their place.
+            for flight in flights:
+                self._check_sent(flight)
         # Report them published, claiming the whole batch at once (the flights
         # runner may claim one whose ack came first).
         claimed = _Future.complete_all(flights)
@@ -286,10 +291,15 @@ class PublisherState(PublishEngine[Flight]):
             self._pending.clear()
             victims = [(f, f._ack_future) for f in flights if not f._settled]
             mux = self._client._mux
+            queued: list[Flight] = []
             for f, _ in victims:
                 f._settled = True
-                if f._token is not None:
-                    mux.cancel(f._token)  # a late reply finds no waiter
+                if f._token is not None and mux.cancel(f._token):  # a late reply finds no waiter
+                    queued.append(f)
+            # What is still in the reconnect buffer or the write queue is not sent
+            # after the publisher failed it.
+            self._withdraw(queued)
+            for f, _ in victims:
                 f._ack = None
                 f.error = PublisherClosedError(
                     "nats: the publisher stopped before the message was acked"
@@ -313,5 +323,7 @@ class PublisherState(PublishEngine[Flight]):
 
     def _lost(self, flight: Flight, exc: BaseException) -> None:
         # The engine's disconnect rule took the attempt's token back (events
-        # thread): the flights runner decides (a retry re-sends it with its id).
+        # thread): the flights runner decides (a flight with a Nats-Msg-Id is
+        # sent again; see FlightsRunner._attempt_failed).
+        flight._maybe = True
         flight.deliver(exc)
