@@ -201,7 +201,9 @@ def force_reconnect(client: Client) -> None:
     Subscriptions are restored and ``disconnected_cb``/``reconnected_cb`` fire
     as for any reconnect; ``reconnect_to_server_cb`` is asked for the server.
     Nothing published after this returns is lost: it waits in the reconnect
-    buffer for the new connection. Raises ConnectionClosedError when closed,
+    buffer for the new connection. The old socket is cut once every async
+    publish written to it has its ack (at most ``FORCE_GRACE``, 2 s), so none
+    of them fails needlessly. Raises ConnectionClosedError when closed,
     ConnectionDrainingError while draining.
     """
     force(client._conn)

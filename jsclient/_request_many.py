@@ -62,7 +62,7 @@ class _Waiter:
     before the write, so a reply can never come before the token is known.
     """
 
-    __slots__ = ("_hdr", "_mux", "_token", "body", "done", "q", "subject")
+    __slots__ = ("_hdr", "_mux", "_token", "_wend", "_wlen", "body", "done", "q", "subject")
 
     def __init__(self, subject: str, body: bytes, hdr: bytes | None, mux: RequestMux):
         self.subject = subject

@@ -174,6 +174,11 @@ class Client(ClientState):
         """Send an already encoded PUB/HPUB (JetStream fast paths)."""
         self._w.send(data, payload_len, 1)
 
+    def _publish_nowait(self, data: bytes, payload_len: int, msgs: int) -> None:
+        """Queue encoded frames without ever waiting for room (library timers:
+        keep-alives); raises when closed or the reconnect buffer is full."""
+        self._w.send_nowait(data, payload_len, msgs)
+
     def flush(self, timeout: float | None = 2.0) -> None:
         """Round trip to the server: everything published before has been processed."""
         self._conn.flush(timeout)  # raises ForkedConnectionError in a forked child

@@ -8,82 +8,15 @@ unbounded queue would grow without limit.
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
+from _relay import Relay
 
 import jsclient
 from jsclient import errors
 from jsclient.server import NatsServer
-
-
-class Relay:
-    """Forwards one TCP connection to the server; ``hold()`` stops the client-to-server side."""
-
-    def __init__(self, target: str) -> None:
-        host, port = target.rsplit("//", 1)[1].rsplit(":", 1)
-        self.target = (host, int(port))
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"nats://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.forward = threading.Event()
-        self.forward.set()
-        self.stop = threading.Event()
-        self.threads: list[threading.Thread] = []
-        self.socks: list[socket.socket] = []
-        t = threading.Thread(target=self._accept, name="test-relay-accept", daemon=True)
-        t.start()
-        self.threads.append(t)
-
-    def _accept(self) -> None:
-        self.listener.settimeout(0.2)
-        while not self.stop.is_set():
-            try:
-                client, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            server = socket.create_connection(self.target)
-            for s in (client, server):
-                # Small kernel buffers, so a held relay fills them quickly.
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
-                s.settimeout(0.2)
-            self.socks += [client, server]
-            for src, dst, gated in ((client, server, True), (server, client, False)):
-                t = threading.Thread(
-                    target=self._pipe, args=(src, dst, gated), name="test-relay", daemon=True
-                )
-                t.start()
-                self.threads.append(t)
-
-    def _pipe(self, src: socket.socket, dst: socket.socket, gated: bool) -> None:
-        while not self.stop.is_set():
-            if gated and not self.forward.wait(0.2):
-                continue
-            try:
-                data = src.recv(65536)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not data:
-                return
-            try:
-                dst.sendall(data)
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.stop.set()
-        self.forward.set()
-        for s in [self.listener, *self.socks]:
-            with contextlib.suppress(OSError):
-                s.close()
-        for t in self.threads:
-            t.join(2)
 
 
 @pytest.fixture

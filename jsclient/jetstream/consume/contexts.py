@@ -74,10 +74,14 @@ class ConsumeContext:
         error_cb: ErrorCallback | None,
         name: str,
         inbox: Inbox | None = None,
+        on_end: Callable[[], None] | None = None,
     ) -> None:
         self._q = Inbox() if inbox is None else inbox  # a keep-alive's own (see _keepalive)
         self._report = _Reporter(client, error_cb)
         self._callback = callback
+        # Called once nothing more is delivered (stop(), or the dispatcher's
+        # end): a keep-alive's close, which must not wait for its next tick.
+        self._on_end = on_end
         self._stopped = False
         self._done = Signal()
         self._error: BaseException | None = None
@@ -130,7 +134,13 @@ class ConsumeContext:
         finally:
             self._source.stop()
             self._client._drainables.discard(self)
+            self._end()
             self._done.set()
+
+    def _end(self) -> None:
+        on_end, self._on_end = self._on_end, None
+        if on_end is not None:
+            on_end()
 
     def _drain_begin(self) -> None:
         """The connection drains: stop pulling; the callback gets what is buffered."""
@@ -147,6 +157,7 @@ class ConsumeContext:
         self._stopped = True
         self._source.stop()
         self._q.put(STOP)
+        self._end()  # nothing buffered is kept alive any more
 
     def drain(self) -> None:
         """Stop pulling; the callback still gets what is buffered, then the consume ends."""

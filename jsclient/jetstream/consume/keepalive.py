@@ -7,11 +7,15 @@ holds the messages in hand and, every ``interval`` seconds (a third of
 for each of them, which restarts the server's ack timer.
 
 One keep-alive is one timer on the connection's scheduler (``jsclient-timers``),
-however many messages it holds: no thread or timer per message. The tick only
-collects what to send; the ``+WPI`` publishes go out on the connection's
-callback thread, so the timer thread never waits for room in the write queue.
-Holding and releasing a message is a dict store under a plain lock; when the
-option is off nothing of this runs at all.
+however many messages it holds: no thread or timer per message. The tick
+sends every ``+WPI`` itself, in one write that never waits for room in the
+write queue (``send_nowait``: a library thread must not block): liveness work
+never waits behind user code, as it would on the callback thread, where done
+callbacks, ``error_cb`` and ``reconnect_to_server_cb`` run. Holding and
+releasing a message is a dict store under a plain lock; when the option is
+off nothing of this runs at all. :meth:`KeepAlive.close` cancels the timer at
+once (``consume().stop()`` and the end of its dispatcher call it), so a
+stopped consume's buffer is not held until the next tick.
 
 Used by ``consume(keepalive=...)`` and ``messages(keepalive=...)``: a message
 is held from its arrival in the buffer (:class:`KeptAliveInbox`, so a message
@@ -86,6 +90,19 @@ class KeepAlive:
     after ``done()`` turns true.
     """
 
+    __slots__ = (
+        "__weakref__",
+        "_closed",
+        "_done",
+        "_held",
+        "_lock",
+        "_on_deadline",
+        "_timer",
+        "client",
+        "interval",
+        "sent",
+    )
+
     def __init__(
         self,
         client: Core,
@@ -105,7 +122,8 @@ class KeepAlive:
 
     def start(self, done: Callable[[], bool] | None = None) -> None:
         self._done = done
-        self._timer = self.client._scheduler.call_later(self.interval, self._tick)
+        if not self._closed:
+            self._timer = self.client._scheduler.call_later(self.interval, self._tick)
 
     def close(self) -> None:
         self._closed = True
@@ -172,7 +190,7 @@ class KeepAlive:
                 else:
                     send.append(msg)
         if send:
-            self.client._callbacks.submit(self._send, send)
+            self._send(send)
         on_deadline = self._on_deadline
         for msg in late:
             if on_deadline is not None:
@@ -181,18 +199,22 @@ class KeepAlive:
                 except BaseException:  # a library thread runs user code: log, go on
                     log.exception("jsclient: keep-alive deadline callback raised")
         if not self._closed:
-            self._timer = self.client._scheduler.call_later(self.interval, self._tick)
-
-    # -- the connection's callback thread --------------------------------------
+            timer = self._timer = self.client._scheduler.call_later(self.interval, self._tick)
+            if self._closed:  # closed meanwhile: close() may have cancelled the old timer
+                timer.cancel()
 
     def _send(self, msgs: list[Msg]) -> None:
-        for msg in msgs:
-            try:
-                msg.in_progress()  # a no-op once the message is settled
-            except errors.Error as exc:  # closed, or the reconnect buffer is full
-                log.debug("jsclient: keep-alive +WPI not sent: %s", exc)
-                continue
-            self.sent += 1
+        # Timer thread: every +WPI in one frame batch, queued without waiting.
+        frames = b"".join(
+            b"PUB %s 4\r\n+WPI\r\n" % msg.reply.encode("utf-8", "surrogateescape")
+            for msg in msgs
+        )
+        try:
+            self.client._publish_nowait(frames, 4 * len(msgs), len(msgs))
+        except errors.Error as exc:  # closed, or the reconnect buffer is full
+            log.debug("jsclient: keep-alive +WPI not sent: %s", exc)
+            return
+        self.sent += len(msgs)
 
 
 class KeptAliveInbox(Inbox):

@@ -246,8 +246,9 @@ class PullConsumerMixin:
             error_cb,
             self.name,
             KeptAliveInbox(ka),
+            ka.close,  # stop() or the dispatcher's end closes it at once
         )
-        ka.start(lambda: cc.closed)
+        ka.start()
         return cc
 
     def messages(

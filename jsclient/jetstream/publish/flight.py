@@ -86,9 +86,10 @@ DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (
     errors.OutboundBufferLimitError,
     errors.ConnectionReconnectingError,
     # An ack that never came (a stream leader stepping down drops publishes):
-    # retried only for a flight carrying a Nats-Msg-Id, which every flight
-    # does when retries are on, so a message that was stored after all is
-    # dropped by the stream's duplicate window instead of stored twice.
+    # retried for an attempt that was never sent (withdrawn), or for a flight
+    # carrying a Nats-Msg-Id, which every flight does when retries are on, so
+    # a message that was stored after all is dropped by the stream's duplicate
+    # window instead of stored twice.
     errors.TimeoutError,
 )
 
@@ -106,9 +107,10 @@ class RetryConfig:
     ``deadline`` (seconds from the first attempt) stops new retries; to ride
     out a leader election (4 to 9 s) give enough ``attempts`` or a deadline.
     ``retry_on`` lists the retryable errors (503 / no responders / connection
-    loss, and ack timeouts of flights with a Nats-Msg-Id, by default); an ack
-    that times out while the connection is down counts as
-    ``PublishDisconnectedError``.
+    loss, and ack timeouts, by default). An ack timeout is retried when the
+    attempt was never sent (withdrawn from the reconnect buffer:
+    ``PublishAckTimeoutError.sent`` is False) or the flight carries a
+    Nats-Msg-Id (every flight does when retries are on).
 
     ``probe_after``: when messages wait for acks and no reply at all has come
     for this many seconds (a stream leader died or stepped down and dropped
