@@ -30,14 +30,13 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from jsclient import _impl, errors
-from jsclient.jetstream._wire import parse_pub_ack, pub_headers, status_reply_error
-from jsclient.jetstream.publish.engine import PublishEngine
+from jsclient import errors
+from jsclient.api import PubAck
+from jsclient.jetstream._wire import pub_headers
+from jsclient.jetstream.publish.engine import PublishEngine, decode_reply
 from jsclient.protocol.headers import encode as encode_headers
 
 __all__ = ["FAILED", "LOST", "OK", "PENDING", "Ack", "AckWindow", "header_block"]
-
-_pub_ack_fields = _impl.jsack.pub_ack_fields
 
 PENDING, OK, FAILED, LOST = 0, 1, 2, 3
 
@@ -93,29 +92,20 @@ class Ack:
 
     def deliver(self, msg: Any) -> None:
         # The request mux's waiter protocol, on the reader thread (None: the
-        # connection closed). Parse and record; never block.
+        # connection closed). Decode (the engine's ack matching) and record;
+        # never block.
         win = self.win
-        if msg is None:
-            win.finish(self, LOST, errors.ConnectionClosedError())
-            return
-        data = msg.data
-        if data:
-            fields = _pub_ack_fields(data)
-            if fields is not None:
-                win.finish_ok(self, fields[1], False)
-                return
-            try:
-                ack = parse_pub_ack(data)
-            except errors.Error as exc:
-                win.finish(self, FAILED, exc)
-                return
-            win.finish_ok(self, ack.seq, bool(ack.duplicate))
-            return
-        # A 503 is lost, not failed: the writer sends lost rows again (with
-        # the same ids), which is the publish paths' 503 rule at batch scale.
-        status = msg.status
-        lost = status is not None and status[0] == 503
-        win.finish(self, LOST if lost else FAILED, status_reply_error(self.subject, status))
+        r = decode_reply(self.subject, msg)
+        if isinstance(r, tuple):
+            win.finish_ok(self, r[1], False)
+        elif isinstance(r, PubAck):
+            win.finish_ok(self, r.seq, bool(r.duplicate))
+        elif msg is None or isinstance(r, errors.NoStreamResponseError):
+            # Closed, or a 503: lost, not failed: the writer sends lost rows
+            # again (same ids), the publish paths' 503 rule at batch scale.
+            win.finish(self, LOST, r)
+        else:
+            win.finish(self, FAILED, r)
 
 
 class AckWindow(PublishEngine[Ack]):
@@ -194,11 +184,9 @@ class AckWindow(PublishEngine[Ack]):
             self._give_up(self.inflight, exc)
 
     def _give_up(self, acks: Iterable[Ack], exc: BaseException) -> None:
-        # The token first (a reply that came wins), then the frame out of the
-        # queue if it is still there: the row is sent again by the caller.
-        mine = [a for a in list(acks) if a.state == PENDING and self.nc._mux.cancel(a._token)]
-        self._withdraw(mine)
-        for ack in mine:
+        # The engine's claim: the token back (a reply that came wins), the frame
+        # out of the queue if it is still there; the caller sends the row again.
+        for ack, _ in self._claim([a for a in list(acks) if a.state == PENDING]):
             self.finish(ack, LOST, exc)
 
     def _wait(self, limit: int, what: str) -> None:

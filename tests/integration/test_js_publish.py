@@ -259,6 +259,7 @@ def test_disconnect_fails_pending(nats_server: NatsServer) -> None:
         nc.subscribe("hold.>")
         nc.flush()
         held = [js.publish_async(f"hold.{i}") for i in range(10)]
+        nc.flush()  # written to this socket (one not yet written would go out on the next)
         nats_server.restart()
         done, not_done = wait(held, timeout=10)
         assert not not_done

@@ -206,8 +206,7 @@ class KeepAlive:
     def _send(self, msgs: list[Msg]) -> None:
         # Timer thread: every +WPI in one frame batch, queued without waiting.
         frames = b"".join(
-            b"PUB %s 4\r\n+WPI\r\n" % msg.reply.encode("utf-8", "surrogateescape")
-            for msg in msgs
+            b"PUB %s 4\r\n+WPI\r\n" % msg.reply.encode("utf-8", "surrogateescape") for msg in msgs
         )
         try:
             self.client._publish_nowait(frames, 4 * len(msgs), len(msgs))

@@ -53,8 +53,7 @@ from jsclient import errors
 from jsclient._future import LazyFuture, completion_lock
 from jsclient._threads import TimerHandle
 from jsclient.api import PubAck
-from jsclient.jetstream._wire import parse_pub_ack, status_reply_error
-from jsclient.jetstream.publish.engine import PublishEngine, ack_timeout_error
+from jsclient.jetstream.publish.engine import PublishEngine, ack_timeout_error, decode_reply
 
 if TYPE_CHECKING:
     from jsclient._core import Core
@@ -163,27 +162,21 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
             ack.timer = self._client._scheduler.call_later(again, self._expired, ack)
 
     def _expired_all(self, acks: list[_AsyncPub]) -> float:
-        # Timer thread: time out what is overdue, withdrawing what was never sent.
-        # The token is taken back first (a reply that came first wins), then the
-        # frames are withdrawn in one step: withdrawn ones were never written.
-        cancel = self._client._mux.cancel
-        claimed: list[_AsyncPub] = []
+        # Timer thread: time out what is overdue, withdrawing what was never sent
+        # (the engine's claim: the token back first, then the frames in one step).
+        claim: list[_AsyncPub] = []
         never: list[_AsyncPub] = []
         again = 0.0
         for ack in acks:
             if ack._lz_done:
                 continue
-            token = ack._token
-            if token is None:
-                if ack._resends:
-                    never.append(ack)  # a 503 said "not stored"; its re-send is not queued yet
-                else:
-                    again = _LOOK_AGAIN  # its send is in progress: decided once it returned
-                continue
-            if cancel(token):
-                claimed.append(ack)
-        withdrawn = self._withdraw(claimed)
-        for ack, gone in zip(claimed, withdrawn, strict=True):
+            if ack._token is not None:
+                claim.append(ack)
+            elif ack._resends:
+                never.append(ack)  # a 503 said "not stored"; its re-send is not queued yet
+            else:
+                again = _LOOK_AGAIN  # its send is in progress: decided once it returned
+        for ack, gone in self._claim(claim):
             self.finish(ack, None, self._timeout_error(ack, ack._maybe or not gone))
         for ack in never:
             self.finish(ack, None, self._timeout_error(ack, ack._maybe))
@@ -236,15 +229,16 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
 
     # -- completing -----------------------------------------------------------------
 
-    def on_empty_reply(self, ack: _AsyncPub, msg: Msg | None) -> None:
-        # Reader thread: the connection closed (None) or a status came back.
-        if msg is None:
-            self.finish(ack, None, errors.ConnectionClosedError())
+    def failed_reply(self, ack: _AsyncPub, exc: errors.Error, msg: Msg | None) -> None:
+        # Reader thread: the reply said no (a 503 is sent again, the 503 rule).
+        if (
+            msg is not None
+            and isinstance(exc, errors.NoStreamResponseError)
+            and not ack._lz_done
+            and self._retry_503(ack, msg.status)
+        ):
             return
-        st = msg.status
-        if not ack._lz_done and self._retry_503(ack, st):
-            return
-        self.finish(ack, None, status_reply_error(ack.subject, st))
+        self.finish(ack, None, exc)
 
     def abandon(self, ack: _AsyncPub, exc: BaseException) -> None:
         """Fail a pending publish whose reply will not be awaited any more."""
@@ -333,12 +327,10 @@ class _AsyncPub(PubFuture):
     def deliver(self, msg: Msg | None) -> None:
         # The request mux's waiter protocol: the reply, on the socket reader
         # thread (None: the connection closed). Decode and complete, never block.
-        if msg is None or not msg.data:
-            self.owner.on_empty_reply(self, msg)
-            return
-        try:
-            pub_ack = parse_pub_ack(msg.data)
-        except errors.Error as exc:
-            self.owner.finish(self, None, exc)
-            return
-        self.owner.finish(self, pub_ack, None)
+        r = decode_reply(self.subject, msg)
+        if type(r) is tuple:
+            self.owner.finish(self, PubAck(stream=r[0], seq=r[1]), None)
+        elif isinstance(r, PubAck):
+            self.owner.finish(self, r, None)
+        else:
+            self.owner.failed_reply(self, r, msg)  # type: ignore[arg-type]

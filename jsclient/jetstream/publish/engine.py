@@ -21,6 +21,10 @@
   (:meth:`PublishEngine._withdraw`): it is never sent later, and its
   :class:`~jsclient.errors.PublishAckTimeoutError` says ``sent=False``; one
   already written says ``sent=True``: the outcome is unknown.
+- **ack matching** (:func:`decode_reply`): a reply decoded once for every
+  user: the ack (a PubAck, or ``(stream, seq)`` of a plain one, made into a
+  PubAck when read) or the error it says; on the reader thread for
+  ``publish_async`` and the Spark sink, on its flights runner for the Publisher.
 - **the 503 rule** (:meth:`PublishEngine._retry_503`): a "no responders" reply
   (the stream is starting or electing a leader) is sent again after
   ``PUBLISH_RETRY_WAIT``, at most ``PUBLISH_RETRY_ATTEMPTS`` times, from the
@@ -72,15 +76,23 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from jsclient import errors
-from jsclient.jetstream._wire import PUBLISH_RETRY_WAIT, may_resend
+from jsclient.api import PubAck
+from jsclient.jetstream._wire import (
+    PUBLISH_RETRY_WAIT,
+    _pub_ack_fields,
+    may_resend,
+    parse_pub_ack,
+    status_reply_error,
+)
 from jsclient.jetstream.publish.window import Window
 
 if TYPE_CHECKING:
     from jsclient._core import Core
     from jsclient._threads import TimerHandle
     from jsclient.connection import Connection
+    from jsclient.msg import Msg
 
-__all__ = ["Pending", "PublishEngine", "ack_timeout_error"]
+__all__ = ["Pending", "PublishEngine", "ack_timeout_error", "decode_reply"]
 
 
 class Pending(Protocol):
@@ -250,6 +262,15 @@ class PublishEngine(Generic[P]):
         if end and end <= self._conn.lost_written and self._client._mux.cancel(p._token):
             self._lost(p, errors.PublishDisconnectedError())
 
+    def _claim(self, ps: list[P]) -> list[tuple[P, bool]]:
+        """The ack timeout of overdue publishes: take their reply tokens back (a
+        reply that came first wins), then withdraw the frames of those still
+        queued in one step; each claimed publish with True if it was withdrawn
+        (never sent, and never will be)."""
+        cancel = self._client._mux.cancel
+        mine = [p for p in ps if cancel(p._token)]
+        return list(zip(mine, self._withdraw(mine), strict=True))
+
     def _withdraw(self, ps: list[P]) -> list[bool]:
         """Take the frames of ``ps`` out of the write queue where no writer took them
         yet; True for each withdrawn (never to be sent). Any thread."""
@@ -279,3 +300,24 @@ def ack_timeout_error(
     return errors.PublishAckTimeoutError(
         f"nats: no publish ack on {subject}{within}; {what}", sent=sent
     )
+
+
+def decode_reply(subject: str, msg: Msg | None) -> PubAck | tuple[str, int] | errors.Error:
+    """A publish's reply (the engine's one ack matching): the ack when the stream
+    stored it, a PubAck or, for the plain ``{"stream":..,"seq":..}``, the pair
+    ``(stream, seq)``; else the error it says: an API error, a status error
+    (:class:`~jsclient.errors.NoStreamResponseError` for a 503, which the 503
+    rule may send again), ConnectionClosedError for ``None`` (the connection
+    closed). Never raises; runs once per ack."""
+    if msg is None:
+        return errors.ConnectionClosedError()
+    data = msg.data
+    if data:
+        fields = _pub_ack_fields(data)
+        if fields is not None:
+            return fields  # type: ignore[no-any-return]
+        try:
+            return parse_pub_ack(data)
+        except errors.Error as exc:
+            return exc
+    return status_reply_error(subject, msg.status)

@@ -1,84 +1,43 @@
 """The managed async publisher (draft ADR "Managed Async Publisher"; Orbit-J's AsyncJsPublisher).
 
-``Publisher.publish_async`` only queues a message. Two loops move it on:
+The Publisher is a client of the async-publish engine
+(:mod:`jsclient.jetstream.publish.engine`), which owns what every publish path
+shares: the window of messages waiting for acks, ack matching, the ack-timeout
+claim (token back, frame withdrawn if still queued), the 503 rule and the
+disconnect rule. What the Publisher adds is the seed's: the bounded queue,
+hold and refill, the listener, retries and stall probes, and two runners.
 
-- ``publish_runner`` takes queued messages in batches and publishes them as
-  requests on the connection's reply mux (one write per batch), at most
-  ``max_in_flight`` unacknowledged at a time. When the window is full it holds
-  until ``refill_allowed_at`` or fewer remain, and meanwhile encodes the next
-  batch so that the lift only has to write it. The hold waits on a signal
-  set when acks free the window; ``hold_pause_time`` only bounds one wait.
-- ``flights_runner`` settles flights. Each flight is its own reply waiter: the
-  socket reader hands it its reply and appends it to a deque, so an ack is
-  seen whatever the order of the acks before it. A PubAck takes the flight
-  out of the window right there (failures keep their place until the flights
-  runner has decided on a retry), and the ack that frees the window lifts the
-  hold; while the window is full, settling waits until the publish runner has
-  written the next batch, so it overlaps the server's work. Timeouts are per
-  flight: attempts sit in deques in publish order, the earliest deadline
-  bounds each wait, and a flight still without an ack ``wait_timeout`` after
-  its own publish times out (``listener.timeout``, and its
-  ``publish_ack_future`` fails with TimeoutError).
+``Publisher.publish_async`` only queues a message (a full queue waits up to
+``stall_wait``, 60 s by default: the publisher rides out outages). Then:
 
-Both are plain loops for threads the caller owns (a web worker, an executor);
-``start()`` runs them on two named threads of the publisher's own.
+- ``publish_runner`` (:mod:`.publish_runner`) takes queued messages in batches
+  and writes each batch at once, at most ``max_in_flight`` unacknowledged.
+  When the window is full it holds until ``refill_allowed_at`` remain, and
+  meanwhile encodes the next batch so that the lift only has to write it.
+- ``flights_runner`` (:mod:`.settle`) settles flights: each flight is its own
+  reply waiter, handed its reply by the socket reader; the runner decodes it,
+  retries (``retry=RetryConfig(...)``, after a backoff, with the flight id as
+  ``Nats-Msg-Id`` so the stream drops a second copy), probes a stall, or
+  times the flight out ``wait_timeout`` after its publish. Expectation
+  failures (API errors 10060, 10070, 10071) are never retried.
 
-Like ``JetStream.publish_async``, a 503 (no stream yet, e.g. just after a
-restart) is re-sent twice, 250 ms apart, before the attempt fails with
-NoStreamResponseError; a disconnect fails the attempts written to the lost
-socket with PublishDisconnectedError (the async-publish engine's one rule,
-:mod:`jsclient.jetstream.publish.engine`: an attempt made while disconnected
-goes out from the reconnect buffer and is left alone).
+Both are plain loops for threads the caller owns; ``start()`` runs them on two
+named threads of the publisher's own. Flight ids are ``<id_prefix>-<nuid>-<n>``
+with a NUID per Publisher, so two processes, or a restart within the stream's
+duplicate window, never reuse an id; pass a stable ``msg_id=`` to de-duplicate
+across restarts (kept on every retry).
 
-Retries (``retry=RetryConfig(...)``) are re-published by the flights runner
-once their backoff has passed, so a failing flight never blocks the publish
-runner; a retried message may therefore land after messages queued later. The
-flight id goes out as ``Nats-Msg-Id`` (unless the caller gave one), so the
-stream's duplicate window drops a retry of a message that was in fact stored.
-A retried flight keeps its place in the window until it is settled. With
-retries on, an ack timeout is retried too (the Nats-Msg-Id makes it safe), and
-a stall (messages waiting, no reply at all for ``RetryConfig.probe_after``,
-as when a stream leader dies or steps down and drops what it was sent) is
-probed: the oldest waiting message is sent again, and once that probe is
-acked everything still waiting is sent again at once, so publishing resumes
-within a probe interval of the stream answering instead of after
-``wait_timeout``.
-Expectation failures (API errors 10060, 10070, 10071) are never retried and set
-``flight.expectation_failed``.
-
-Flight ids are ``<id_prefix>-<nuid>-<n>`` (``<nuid>-<n>`` without a prefix):
-the NUID is drawn per Publisher, so two processes with the same prefix, or a
-process restarted within the stream's duplicate window, never send the same
-Nats-Msg-Id. A caller that wants de-duplication across restarts passes its own
-stable ``msg_id=`` (or a ``Nats-Msg-Id`` header); it is kept on every retry.
-
-The queue is bounded (``max_queued``): ``publish_async`` on a full queue waits
-up to ``stall_wait`` (60 s by default, not ``JetStream.publish_async``'s
-0.2 s: the publisher rides out outages) for it to drain to three quarters,
-then raises TooManyStalledMsgsError (on a runner's own thread, e.g. from a
-listener, it never waits).
-
-``drain()`` refuses new messages and returns once every queued message is
-published and settled; it raises PublisherNotRunningError when a runner it
-needs is not running (none was started, or one died). ``stop()`` ends the
-loops before their next iteration and fails what is left with
-PublisherClosedError. The futures handed out cannot be cancelled. Listener
-hooks and the futures' done callbacks run on the runner threads, outside every
-lock; an exception from one (a BaseException too) is logged, never propagated.
-No lock is held across a publish, and every wait has a timeout.
-
-Interrupts: the runners may run on the caller's threads, where a
-KeyboardInterrupt can land between any two bytecodes. What a runner takes from
-a queue it moves into a list the publisher owns in one C call
-(``list.extend(map(deque.popleft, ...))``), and it leaves that list only once
-the flight is in the window with its ack clock running; an interrupted runner
-puts back what it had not sent (publish runner) or settles what it had decided
-and hands back what it had not looked at (flights runner), and the restarted
-flights runner re-arms an ack clock for every flight in the window. So each
-flight ends up queued again, in flight, or failed; a restarted runner goes on,
-and ``stop()`` reaches every flight.
+``drain()`` refuses new messages and returns once everything is published and
+settled (PublisherNotRunningError when a runner it needs is not running);
+``stop()`` fails what is left with PublisherClosedError, withdrawing what is
+still queued on the connection. Listener hooks and done callbacks run on the
+runners, outside every lock; whatever they raise is logged. No lock is held
+across a publish, every wait has a timeout, and the runners are safe to
+interrupt: what a runner takes from a queue it moves into a list the publisher
+owns in one C call and leaves there until the flight is in the window with its
+ack clock running, so an interrupted flight ends up queued again, in flight, or
+failed, and a restarted runner (which re-arms every ack clock) goes on.
 """
-
 from __future__ import annotations
 
 import threading

@@ -28,14 +28,9 @@ from itertools import repeat
 from typing import Any
 
 from jsclient import errors
-from jsclient.jetstream._wire import (
-    PUBLISH_RETRY_WAIT,
-    _pub_ack_fields,
-    may_resend,
-    status_reply_error,
-)
-from jsclient.jetstream._wire import parse_pub_ack as _parse_pub_ack
-from jsclient.jetstream.publish.engine import ack_timeout_error
+from jsclient.api import PubAck
+from jsclient.jetstream._wire import PUBLISH_RETRY_WAIT, may_resend
+from jsclient.jetstream.publish.engine import ack_timeout_error, decode_reply
 from jsclient.jetstream.publish.flight import _NOTHING, Flight, _call, _Future, _is_expectation
 from jsclient.jetstream.publish.state import _FAILED, _TIMED_OUT, PublisherState
 
@@ -176,29 +171,22 @@ class FlightsRunner(PublisherState):
                             replied.append(flight)
                     continue
                 flight._token = None
-                data = getattr(reply, "data", None)  # None: an error, or the connection closed
-                if data is not None and not flight._lz_done:
-                    replied.append(flight)  # the reply beat the publish runner's report
-                if data:
-                    fields = _pub_ack_fields(data)
-                    if fields is not None:
-                        flight._ack = fields  # a plain ack: the PubAck is made when read
-                    else:
-                        try:
-                            flight._ack = _parse_pub_ack(data)
-                        except errors.Error as exc:
-                            self._attempt_failed(flight, exc, now, settled)
-                            flight._reply = _NOTHING
-                            continue
+                r: PubAck | tuple[str, int] | BaseException
+                if reply is not None and not isinstance(reply, BaseException):
+                    if not flight._lz_done:
+                        replied.append(flight)  # the reply beat the publish runner's report
+                    r = decode_reply(flight.subject, reply)  # the engine's ack matching
+                else:
+                    r = reply if reply is not None else errors.ConnectionClosedError()
+                if isinstance(r, tuple | PubAck):
+                    flight._ack = r  # a plain ack's (stream, seq): the PubAck is made when read
                     if flight.error is not None:
                         flight.error = None  # of an earlier attempt
                     if flight is self._probe:
                         resume = True
                     acked.append(flight)
-                else:
-                    failure = self._reply_error(flight, reply, now)
-                    if failure is not None:
-                        self._attempt_failed(flight, failure, now, settled)
+                elif not self._resent_503(flight, r, reply, now):
+                    self._attempt_failed(flight, r, now, settled)
                 # Decided (and recorded) first, marked after: an interrupt in
                 # between decides it twice, which settles or sends it once.
                 flight._reply = _NOTHING
@@ -351,29 +339,27 @@ class FlightsRunner(PublisherState):
         if again:
             self._resend_same(again)
 
-    def _reply_error(self, flight: Flight, reply: Any, now: float) -> BaseException | None:
-        """The error an attempt ended with; None when a 503 is re-sent instead."""
-        if reply is None:
-            return errors.ConnectionClosedError()
-        if isinstance(reply, BaseException):
-            return reply
-        st = reply.status
-        if not self._stopped and self._counts_503(flight, st):
-            # The engine's 503 rule, on the flights runner's own heap.
-            due = now + PUBLISH_RETRY_WAIT
-            entry = (due, next(self._retry_ids), flight, False, flight._gen)
-            heapq.heappush(self._retries, entry)
-            return None
-        return status_reply_error(flight.subject, st)
+    def _resent_503(self, flight: Flight, exc: BaseException, reply: Any, now: float) -> bool:
+        """The engine's 503 rule, on the flights runner's own heap: True if the
+        reply was a 503 that the flight is sent again for."""
+        if (
+            self._stopped
+            or not isinstance(exc, errors.NoStreamResponseError)
+            or not self._counts_503(flight, getattr(reply, "status", None))
+        ):
+            return False
+        entry = (now + PUBLISH_RETRY_WAIT, next(self._retry_ids), flight, False, flight._gen)
+        heapq.heappush(self._retries, entry)
+        return True
 
     def _expire(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
         """The send's ack is overdue: time it out, unless its reply just came."""
-        token = flight._token
+        claimed = self._claim([flight])  # the token back, the frame withdrawn if queued
         # The reply is on its way here when the token is gone (or the send
         # failed and is being handed over). Look again one wait later: a token
         # taken by a thread that an interrupt stopped before it handed the
         # flight over never delivers, and the flight then times out.
-        if not self._client._mux.cancel(token) and flight._overdue != flight._gen:
+        if not claimed and flight._overdue != flight._gen:
             flight._overdue = flight._gen
             heapq.heappush(
                 self._retry_timeline,
@@ -381,13 +367,14 @@ class FlightsRunner(PublisherState):
             )
             return
         flight._token = None
-        self._time_out(flight, now, settled)
+        self._time_out(flight, now, settled, bool(claimed) and claimed[0][1])
 
-    def _time_out(self, flight: Flight, now: float, settled: list[tuple[Flight, int]]) -> None:
-        """No reply will come for the flight's send (its token is back): retry it,
-        or time it out. A send still queued (the reconnect buffer) is withdrawn
-        first, so the error is true: never sent, or sent with an unknown outcome."""
-        gone = self._withdraw([flight])[0]
+    def _time_out(
+        self, flight: Flight, now: float, settled: list[tuple[Flight, int]], gone: bool = False
+    ) -> None:
+        """No reply will come for the flight's send: retry it, or time it out.
+        ``gone``: the send was withdrawn from the queue (never sent), so the
+        error is true: never sent, or sent with an unknown outcome."""
         sent = flight._maybe = flight._maybe or not gone
         error = ack_timeout_error(flight.subject, self.wait_timeout, sent)
         # A send that never left is retried like a 503; with a Nats-Msg-Id a
