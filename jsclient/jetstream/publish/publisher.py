@@ -38,6 +38,7 @@ owns in one C call and leaves there until the flight is in the window with its
 ack clock running, so an interrupted flight ends up queued again, in flight, or
 failed, and a restarted runner (which re-arms every ack clock) goes on.
 """
+
 from __future__ import annotations
 
 import threading

@@ -33,6 +33,7 @@ from jsclient.jetstream._wire import PUBLISH_RETRY_WAIT, may_resend
 from jsclient.jetstream.publish.engine import ack_timeout_error, decode_reply
 from jsclient.jetstream.publish.flight import _NOTHING, Flight, _call, _Future, _is_expectation
 from jsclient.jetstream.publish.state import _FAILED, _TIMED_OUT, PublisherState
+from jsclient.msg import Msg
 
 
 class FlightsRunner(PublisherState):
@@ -172,13 +173,13 @@ class FlightsRunner(PublisherState):
                     continue
                 flight._token = None
                 r: PubAck | tuple[str, int] | BaseException
-                if reply is not None and not isinstance(reply, BaseException):
+                if type(reply) is Msg:
                     if not flight._lz_done:
                         replied.append(flight)  # the reply beat the publish runner's report
                     r = decode_reply(flight.subject, reply)  # the engine's ack matching
-                else:
+                else:  # an error handed over (a disconnect), or None: the connection closed
                     r = reply if reply is not None else errors.ConnectionClosedError()
-                if isinstance(r, tuple | PubAck):
+                if type(r) is tuple or not isinstance(r, BaseException):
                     flight._ack = r  # a plain ack's (stream, seq): the PubAck is made when read
                     if flight.error is not None:
                         flight.error = None  # of an earlier attempt
