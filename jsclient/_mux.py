@@ -255,8 +255,9 @@ class RequestMux:
                 failed.append((req, exc))
                 continue
             token = str(next(tokens))
-            req._wend = 0  # unknown until written (a re-send's old place is not its new one)
-            req._token = token
+            req._token = (
+                token  # (a re-send resets ``_wend`` first: its old place is not its new one)
+            )
             waiters[token] = req
             if hdr is None:
                 f = b"PUB %s %s%s %d\r\n%s\r\n" % (subj, prefix, token.encode(), size, body)

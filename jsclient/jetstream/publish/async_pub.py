@@ -53,6 +53,7 @@ from jsclient import errors
 from jsclient._future import LazyFuture, completion_lock
 from jsclient._threads import TimerHandle
 from jsclient.api import PubAck
+from jsclient.jetstream._wire import _pub_ack_fields as _plain_ack
 from jsclient.jetstream.publish.engine import PublishEngine, ack_timeout_error, decode_reply
 
 if TYPE_CHECKING:
@@ -327,7 +328,11 @@ class _AsyncPub(PubFuture):
     def deliver(self, msg: Msg | None) -> None:
         # The request mux's waiter protocol: the reply, on the socket reader
         # thread (None: the connection closed). Decode and complete, never block.
-        r = decode_reply(self.subject, msg)
+        # The engine's ack matching; its first step (the plain ack) inline.
+        data = msg.data if msg is not None else None
+        r = _plain_ack(data) if data else None
+        if r is None:
+            r = decode_reply(self.subject, msg)
         if type(r) is tuple:
             self.owner.finish(self, PubAck(stream=r[0], seq=r[1]), None)
         elif isinstance(r, PubAck):

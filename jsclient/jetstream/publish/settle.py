@@ -28,8 +28,8 @@ from itertools import repeat
 from typing import Any
 
 from jsclient import errors
-from jsclient.api import PubAck
 from jsclient.jetstream._wire import PUBLISH_RETRY_WAIT, may_resend
+from jsclient.jetstream._wire import _pub_ack_fields as _plain_ack
 from jsclient.jetstream.publish.engine import ack_timeout_error, decode_reply
 from jsclient.jetstream.publish.flight import _NOTHING, Flight, _call, _Future, _is_expectation
 from jsclient.jetstream.publish.state import _FAILED, _TIMED_OUT, PublisherState
@@ -60,6 +60,7 @@ class FlightsRunner(PublisherState):
                         pending.pop(flight, None)
                         pending[flight] = None
                     flight.deadline = due  # first: a sweep never pairs a past one with the new send
+                    flight._wend = 0  # not written yet: the old send's place is not the new one's
                     flight._gen += 1
             finally:
                 pending.update(dict.fromkeys(flights))  # an interrupt mid-move loses none
@@ -172,11 +173,15 @@ class FlightsRunner(PublisherState):
                             replied.append(flight)
                     continue
                 flight._token = None
-                r: PubAck | tuple[str, int] | BaseException
+                r: Any  # the ack (PubAck, or (stream, seq) of a plain one) or the error
                 if type(reply) is Msg:
                     if not flight._lz_done:
                         replied.append(flight)  # the reply beat the publish runner's report
-                    r = decode_reply(flight.subject, reply)  # the engine's ack matching
+                    # The engine's ack matching; its first step (the plain ack) inline.
+                    data = reply.data
+                    r = _plain_ack(data) if data else None
+                    if r is None:
+                        r = decode_reply(flight.subject, reply)
                 else:  # an error handed over (a disconnect), or None: the connection closed
                     r = reply if reply is not None else errors.ConnectionClosedError()
                 if type(r) is tuple or not isinstance(r, BaseException):
