@@ -91,5 +91,3 @@ class Relay:
                 s.close()
         for t in self.threads:
             t.join(2)
-
-

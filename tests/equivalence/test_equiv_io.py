@@ -25,49 +25,9 @@ from hypothesis import strategies as st
 from jsclient import errors
 from jsclient.protocol.commands import frame_start
 
+from ._scripted import ScriptedSocket, whole_commands
+
 Pair = tuple[SimpleNamespace, SimpleNamespace]
-
-
-class ScriptedSocket:
-    """Accepts at most ``script[i]`` bytes on the i-th send (None: everything;
-    -1: would block; an exception instance: raised). Records what it took."""
-
-    def __init__(self, script: list[Any]) -> None:
-        self.script = list(script)
-        self.taken = bytearray()
-
-    def _take(self, data: bytes) -> int:
-        step = self.script.pop(0) if self.script else None
-        if isinstance(step, BaseException):
-            raise step
-        if step == -1:
-            raise BlockingIOError()
-        n = len(data) if step is None else min(step, len(data))
-        self.taken += data[:n]
-        return n
-
-    def send(self, data: Any, flags: int = 0) -> int:
-        return self._take(bytes(data))
-
-    def sendmsg(self, bufs: list[Any], anc: Any = (), flags: int = 0) -> int:
-        return self._take(b"".join(bytes(b) for b in bufs))
-
-
-def _whole_commands(data: bytes) -> list[bytes]:
-    """The complete commands at the start of ``data`` (a trailing half one is dropped)."""
-    out = []
-    pos = 0
-    while pos < len(data):
-        eol = data.find(b"\r\n", pos)
-        if eol < 0:
-            break
-        words = data[pos:eol].split()
-        end = eol + 2 + (int(words[-1]) + 2 if words[0] in (b"PUB", b"HPUB") else 0)
-        if end > len(data):
-            break
-        out.append(data[pos:end])
-        pos = end
-    return out
 
 
 def _frames(n: int, size: int) -> list[bytes]:
@@ -144,7 +104,7 @@ def test_recover_resends_from_the_cut_command_once(impl: SimpleNamespace, gather
     # What a server sees: the whole commands the dead socket carried (the
     # half command at its end is discarded), then the new socket's. Every
     # frame exactly once, each whole.
-    seen = _whole_commands(stream[:cut]) + _whole_commands(sent)
+    seen = whole_commands(stream[:cut]) + whole_commands(sent)
     assert seen == [frames[0], frames[1], b"SUB s.> 1\r\n", *frames[2:], b"PUB late 1\r\nz\r\n"]
 
 
@@ -212,7 +172,7 @@ def test_twins_agree_on_writes_and_recovery(
         assert stream.endswith(resumed)
         start = len(stream) - len(resumed)
         assert start == frame_start(stream, len(old))
-        assert _whole_commands(old) + _whole_commands(resumed) == frames
+        assert whole_commands(old) + whole_commands(resumed) == frames
         results.append((codes, old, resumed))
     assert results[0] == results[1]
 

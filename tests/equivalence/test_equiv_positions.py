@@ -18,48 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ._scripted import ScriptedSocket as Sock
+from ._scripted import whole_commands as whole
+
 Pair = tuple[SimpleNamespace, SimpleNamespace]
-
-
-class Sock:
-    """Takes at most ``script[i]`` bytes on the i-th send (None: all; -1: would
-    block; an exception: raised); records what it took."""
-
-    def __init__(self, script: list[Any] | None = None) -> None:
-        self.script = list(script or [])
-        self.taken = bytearray()
-
-    def _take(self, data: bytes) -> int:
-        step = self.script.pop(0) if self.script else None
-        if isinstance(step, BaseException):
-            raise step
-        if step == -1:
-            raise BlockingIOError()
-        n = len(data) if step is None else min(step, len(data))
-        self.taken += data[:n]
-        return n
-
-    def send(self, data: Any, flags: int = 0) -> int:
-        return self._take(bytes(data))
-
-    def sendmsg(self, bufs: list[Any], anc: Any = (), flags: int = 0) -> int:
-        return self._take(b"".join(bytes(b) for b in bufs))
-
-
-def whole(data: bytes) -> list[bytes]:
-    """The whole commands at the start of ``data`` (a cut one at its end is dropped)."""
-    out, pos = [], 0
-    while pos < len(data):
-        eol = data.find(b"\r\n", pos)
-        if eol < 0:
-            break
-        words = data[pos:eol].split()
-        end = eol + 2 + (int(words[-1]) + 2 if words[0] in (b"PUB", b"HPUB") else 0)
-        if end > len(data):
-            break
-        out.append(data[pos:end])
-        pos = end
-    return out
 
 
 def frame(i: int, size: int) -> bytes:
