@@ -183,6 +183,9 @@ class RequestMux:
         if subj is None:
             subj = host._subject_bytes(subject)
         reply = self._prefix_b + token.encode()
+        if type(payload) is not bytes:
+            commands.check_payload(payload)
+            payload = bytes(payload)
         plen = len(payload)
         max_payload = self._wq.max_payload
         if hdr is None:

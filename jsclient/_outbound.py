@@ -74,6 +74,9 @@ class Outbound:
         self, subj: bytes, payload: bytes, reply: str | None, headers: _headers.HeadersIn | None
     ) -> tuple[bytes, int, int]:
         """The PUB/HPUB frame, its payload length, 1 (one message)."""
+        if type(payload) is not bytes:
+            commands.check_payload(payload)
+            payload = bytes(payload)
         conn = self.conn
         plen = len(payload)
         if reply:
@@ -95,6 +98,8 @@ class Outbound:
 
     def declined(self, subject: str, payload: bytes, rc: int) -> None:
         """``Client.publish`` without reply or headers, when the fast path declined."""
+        if type(payload) is not bytes:
+            commands.check_payload(payload)
         conn = self.conn
         subj = self.subject_bytes(subject)
         if rc == _UNKNOWN_SUBJECT:

@@ -129,7 +129,9 @@ class Connection:
             self._start_threads()
             return
         last: BaseException | None = None
+        tried: list[str] = []
         for srv in list(self.pool):
+            tried.append(srv.url)
             try:
                 dialled = dial(srv, self.opts)
             except errors.AuthorizationError:
@@ -145,7 +147,9 @@ class Connection:
             return
         if isinstance(last, errors.Error) and not isinstance(last, errors.TimeoutError):
             raise last
-        raise errors.NoServersError(f"nats: could not connect to any server: {last}") from last
+        raise errors.NoServersError(
+            f"nats: could not connect to any server ({', '.join(tried)}): {last}"
+        ) from last
 
     def _start_threads(self) -> None:
         self.reader.thread = threading.Thread(

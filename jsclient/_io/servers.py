@@ -8,6 +8,7 @@ about every attempt and every INFO.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
@@ -15,6 +16,11 @@ from urllib.parse import unquote, urlparse
 from jsclient import errors
 
 DEFAULT_PORT = 4222
+
+
+#: ``scheme:`` with no ``//`` after it and not a port (``nats:/host``, ``nats:host``):
+#: a URL written wrong, which would otherwise be taken for a host called "nats".
+_SCHEME_WITHOUT_SLASHES = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(?!//)(?!\d+$)")
 
 
 @dataclass
@@ -38,16 +44,30 @@ class ServerAddr:
 
     @classmethod
     def parse(cls, url: str, discovered: bool = False) -> ServerAddr:
+        """``nats://`` or ``tls://`` URLs; ``host``, ``host:port`` and
+        ``user:password@host`` without a scheme mean ``nats://``."""
+        if not isinstance(url, str):
+            raise TypeError(f"nats: a server URL must be a str, not {type(url).__name__}")
         text = url.strip()
         if "://" not in text:
+            if _SCHEME_WITHOUT_SLASHES.match(text) and "@" not in text:
+                raise errors.InvalidURLError(
+                    f"nats: {url!r} is not a server URL: write nats://host:port "
+                    "(or tls://host:port, or just host:port)"
+                )
             text = "nats://" + text
         u = urlparse(text)
         if u.scheme not in ("nats", "tls"):
-            raise errors.Error(f"nats: unsupported URL scheme in {url!r}")
+            raise errors.InvalidURLError(
+                f"nats: unsupported URL scheme {u.scheme!r} in {url!r}: jsclient connects "
+                "with nats:// or tls:// (NATS over websockets, ws:// and wss://, is not supported)"
+            )
+        if not u.hostname and u.netloc.rsplit("@", 1)[-1].strip(":") == "":
+            raise errors.InvalidURLError(f"nats: no host in the server URL {url!r}")
         try:
             port = u.port or DEFAULT_PORT
         except ValueError:
-            raise errors.Error(f"nats: invalid port in {url!r}") from None
+            raise errors.InvalidURLError(f"nats: invalid port in the server URL {url!r}") from None
         host = u.hostname or "127.0.0.1"
         return cls(
             host=host,

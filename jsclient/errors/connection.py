@@ -61,6 +61,15 @@ class InvalidUserCredentialsError(Error, _ne.InvalidUserCredentialsError):
     default_message = "nats: invalid user credentials"
 
 
+class InvalidURLError(Error, ValueError):
+    """A server URL that cannot be used: a scheme other than ``nats://`` or
+    ``tls://`` (named in the message), no host, a bad port, or a URL written
+    wrong (``nats:/host``). Raised by ``connect()`` before anything is dialled;
+    also a ``ValueError``."""
+
+    default_message = "nats: invalid server URL"
+
+
 class NoServersError(Error, _ne.NoServersError):
     """No server in the pool could be reached."""
 

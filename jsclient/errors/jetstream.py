@@ -10,6 +10,7 @@ from typing import Any
 import nats.js.errors as _jse
 
 from jsclient.errors._base import Error, JetStreamError
+from jsclient.errors.messages import NoRespondersError
 
 
 class APIError(JetStreamError, _jse.APIError):
@@ -63,8 +64,10 @@ class StreamNotFoundError(NotFoundError):
     """err_code 10059."""
 
 
-class ConsumerNotFoundError(NotFoundError):
-    """err_code 10014."""
+class ConsumerNotFoundError(NotFoundError, NoRespondersError):
+    """err_code 10014: the consumer does not exist (also raised by a pull on a
+    consumer that is gone, whose request nothing answers: hence also a
+    :class:`NoRespondersError`, as nats.go reports it)."""
 
 
 class MessageNotFoundError(NotFoundError):

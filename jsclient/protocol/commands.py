@@ -19,9 +19,27 @@ _BAD_SUBJECT_CHARS = frozenset(" \t\r\n\x0b\x0c")
 
 
 def check_subject(subject: str, what: str = "subject") -> None:
-    """Raise BadSubjectError for an empty subject or one containing whitespace."""
+    """Raise BadSubjectError for an empty subject or one containing whitespace,
+    TypeError (naming ``what``) for one that is not a ``str``."""
+    if type(subject) is not str:
+        if isinstance(subject, str):
+            return check_subject(str(subject), what)  # a str subclass: checked as its value
+        raise TypeError(
+            f"nats: {what} must be a str, not {type(subject).__name__} ({subject!r:.60})"
+        )
     if not subject or not _BAD_SUBJECT_CHARS.isdisjoint(subject):
         raise BadSubjectError(f"nats: invalid {what} {subject!r}")
+
+
+def check_payload(payload: object) -> None:
+    """Raise TypeError for a payload that is not bytes-like (a ``str`` among them:
+    encode it first)."""
+    if not isinstance(payload, bytes | bytearray | memoryview):
+        hint = " (encode it: payload.encode())" if isinstance(payload, str) else ""
+        raise TypeError(
+            "nats: the payload must be bytes-like (bytes, bytearray, memoryview), "
+            f"not {type(payload).__name__}{hint}"
+        )
 
 
 def connect(options: dict[str, Any]) -> bytes:

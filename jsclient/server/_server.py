@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
 import socket
@@ -33,31 +32,8 @@ from jsclient.server._binary import (
     _url_host,
     find_nats_server,
 )
-
-#: Feature flags (ADR-53) every server started without ``feature_flags=`` gets,
-#: e.g. ``js_ack_fc_v2`` or ``js_ack_fc_v2,other=false``: how a test suite runs
-#: once more against servers with a flag on.
-FEATURE_FLAGS_ENV = "JSCLIENT_TEST_SERVER_FEATURES"
-
-_FLAG_NAME = re.compile(r"[A-Za-z0-9_]+")
-_BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
-def feature_flags_from_env() -> dict[str, bool]:
-    """The feature flags :data:`FEATURE_FLAGS_ENV` names (``name`` or ``name=false``,
-    comma separated); ValueError for a malformed entry, so a typo fails loudly."""
-    flags: dict[str, bool] = {}
-    for item in os.environ.get(FEATURE_FLAGS_ENV, "").replace(" ", ",").split(","):
-        if not item:
-            continue
-        name, sep, value = item.partition("=")
-        on = _BOOLS.get(value.strip().lower()) if sep else True
-        if not _FLAG_NAME.fullmatch(name) or on is None:
-            raise ValueError(
-                f"{FEATURE_FLAGS_ENV}: {item!r} is not a feature flag (name or name=true/false)"
-            )
-        flags[name] = on
-    return flags
+from jsclient.server._flags import FLAG_NAME, feature_flags_from_env
+from jsclient.server._guard import Guard
 
 
 class NatsServer:
@@ -130,7 +106,7 @@ class NatsServer:
         self._keep_store = keep_store
         flags = feature_flags_from_env() if feature_flags is None else dict(feature_flags)
         for name, on in flags.items():
-            if not (isinstance(name, str) and _FLAG_NAME.fullmatch(name)):
+            if not (isinstance(name, str) and FLAG_NAME.fullmatch(name)):
                 raise ValueError(f"invalid feature flag name {name!r}")
             if not isinstance(on, bool):
                 raise TypeError(f"feature flag {name!r} must be True or False, not {on!r}")
@@ -138,6 +114,7 @@ class NatsServer:
 
         self._lock = threading.RLock()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._guard: Guard | None = None  # kills the server if this process dies (_guard.py)
         self._log_file: IO[bytes] | None = None
         self._workdir: Path | None = None
         self._final_log: str | None = None
@@ -342,6 +319,9 @@ class NatsServer:
 
     def _reap(self) -> None:
         self._proc = None
+        guard, self._guard = self._guard, None
+        if guard is not None:
+            guard.release()  # after the server is gone: its pid is not killed later
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -411,6 +391,10 @@ class NatsServer:
         except OSError as exc:
             self._reap()
             raise NatsServerError(f"cannot run {binary}: {exc}") from exc
+        try:
+            self._guard = Guard(self._proc.pid)
+        except OSError:
+            self._guard = None  # no interpreter to run it (an embedded Python): atexit only
         _track(self)
         try:
             self._wait_ready(log_start)

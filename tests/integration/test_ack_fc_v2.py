@@ -21,7 +21,7 @@ import jsclient
 from jsclient.jetstream.context import JetStream
 from jsclient.msg import Msg
 from jsclient.server import NatsServer
-from jsclient.server._server import FEATURE_FLAGS_ENV, feature_flags_from_env
+from jsclient.server._flags import FEATURE_FLAGS_ENV, feature_flags_from_env
 
 V2 = {"js_ack_fc_v2": True}
 

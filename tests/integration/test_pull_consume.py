@@ -51,7 +51,12 @@ def test_consume_delivers_in_order_on_a_dispatcher_thread(
     cc = c.consume(got, max_messages=10)  # 30 s expiry: refills cannot be waiting for it
     assert wait_for(lambda: len(got.seqs) == 50, 3.0)
     assert got.seqs == list(range(1, 51))
-    assert got.threads == {"jsclient-consume-d"}
+    (thread,) = got.threads
+    assert thread.startswith("jsclient-consume-d-") and thread.rsplit("-", 1)[1].isdigit()
+    other = js.create_consumer("S", durable_name="d2").consume(lambda m: None)
+    assert other._thread.name.startswith("jsclient-consume-d2-")  # numbered apart
+    assert other._thread.name.rsplit("-", 1)[1] != thread.rsplit("-", 1)[1]
+    other.stop()
     assert not cc.closed
     stats = c.stats()
     assert stats["delivered"] == 50 and stats["pulls_outstanding"] >= 1

@@ -200,13 +200,19 @@ def test_deleted_consumer_ends_a_waiting_fetch(nc: jsclient.Client, js: JetStrea
     time.sleep(0.1)
     js.delete_consumer("S", "d")
     t0 = time.monotonic()
-    assert list(batch) == []
+    with pytest.raises(errors.ConsumerDeletedError):
+        list(batch)  # reported, not a quiet empty batch
     assert time.monotonic() - t0 < 2.0
     assert isinstance(batch.error, errors.ConsumerDeletedError)
-    # Once gone, nothing answers the pull subject.
+    # Once gone, nothing answers the pull subject: the server is asked, and
+    # says the consumer does not exist (still a NoRespondersError too).
     gone = c.fetch(1, expires=2.0)
-    assert list(gone) == [] and isinstance(gone.error, errors.NoRespondersError)
-    with pytest.raises(errors.NoRespondersError):
+    with pytest.raises(errors.ConsumerNotFoundError) as ei:
+        list(gone)
+    assert isinstance(gone.error, errors.ConsumerNotFoundError)
+    assert isinstance(ei.value, errors.NoRespondersError) and ei.value.err_code == 10014
+    assert "'d'" in str(ei.value) and "'S'" in str(ei.value)
+    with pytest.raises(errors.ConsumerNotFoundError):
         c.next(timeout=2.0)
 
 

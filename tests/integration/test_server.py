@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import signal
 import socket
 import ssl
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +194,53 @@ def test_atexit_kills_a_forgotten_server(tmp_path: Path) -> None:
     )
     pid = int(out.stdout.strip())
     assert not _pid_exists(pid)
+
+
+def _dead(pid: int) -> bool:
+    """The process is gone (or a zombie: dead, waiting for its new parent to reap it)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "\nState:\tZ" in f.read()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+
+@pytest.mark.parametrize("death", ["os.kill(os.getpid(), signal.SIGKILL)", "os._exit(3)"])
+def test_the_server_dies_with_a_killed_parent(death: str) -> None:
+    # No atexit hook runs: the guard beside the server sees its pipe close.
+    code = (
+        "import os, signal\n"
+        "from jsclient.server import NatsServer\n"
+        "srv = NatsServer(jetstream=True).start()\n"
+        "print(srv.pid, srv.store_dir, flush=True)\n"
+        f"{death}\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    pid_text, store = out.stdout.split(maxsplit=1)
+    pid = int(pid_text)
+    deadline = time.monotonic() + 10
+    while not _dead(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = not _dead(pid)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(Path(store.strip()).parent, ignore_errors=True)
+    assert not alive, "nats-server outlived the process that started it"
+
+
+def test_a_stopped_server_leaves_no_guard_behind(nats_server_factory: NatsServerFactory) -> None:
+    srv = nats_server_factory()
+    guard = srv._guard
+    assert guard is not None and guard.pid is not None
+    gpid = guard.pid
+    srv.stop()
+    assert srv._guard is None and _dead(gpid)
 
 
 def test_taken_port_is_an_error(nats_server: NatsServer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +62,26 @@ def test_bench_without_the_tooling_says_where_it_is() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "not part of the installed package" in out.stderr and "checkout" in out.stderr
+
+
+def test_the_demo_times_receiving_from_the_first_publish() -> None:
+    out = _cli("demo", "-n", "20000")
+    assert out.returncode == 0, out.stderr
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("core pub/sub:"))
+    m = re.search(
+        r"published in ([\d.]+)s .*; all received ([\d.]+)s after the first publish "
+        r"\(([\d,]+) msg/s\)",
+        line,
+    )
+    assert m, line
+    published, received, rate = float(m[1]), float(m[2]), int(m[3].replace(",", ""))
+    assert received >= published > 0
+    assert rate <= 20000 / published * 1.01  # nothing is received faster than it was sent
+    assert "every sequence exactly once: True" in out.stdout
+
+
+def test_the_demo_says_in_one_line_that_it_cannot_connect() -> None:
+    out = _cli("demo", "--server", "nats://127.0.0.1:1")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot connect to nats://127.0.0.1:1" in lines[0], lines

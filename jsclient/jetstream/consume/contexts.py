@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from jsclient import errors
+from jsclient import _impl, errors
 from jsclient._core import Core
 from jsclient._handoff import next_item
 from jsclient._threads import Signal, log
@@ -55,6 +55,10 @@ class _Reporter:
             self.client._report_error(exc)
 
 
+#: Numbers the consume threads of this process (any thread may start one).
+_CONSUMES = _impl.writer.Counter(1)
+
+
 class ConsumeContext:
     """A running ``consume()``: the callback gets each message on a dispatcher thread.
 
@@ -89,8 +93,10 @@ class ConsumeContext:
         self._source = make_source(self._q, self._report)
         self._source.start()
         client._drainables.add(self)
+        # Named after the consumer and numbered: N consumes of one consumer
+        # (an N-thread worker) tell apart in a thread dump.
         self._thread = threading.Thread(
-            target=self._run, name=f"jsclient-consume-{name}", daemon=True
+            target=self._run, name=f"jsclient-consume-{name}-{next(_CONSUMES)}", daemon=True
         )
         self._thread.start()
 

@@ -126,6 +126,12 @@ def status_error(code: int, description: str, kind: int) -> errors.Error:
     return errors.StatusError(code, description)
 
 
+def _not_found(description: str, cause: BaseException) -> errors.ConsumerNotFoundError:
+    err = errors.ConsumerNotFoundError(code=404, description=description, err_code=10014)
+    err.__cause__ = cause
+    return err
+
+
 def ack_none(info: Any) -> bool:
     """Whether a consumer (its ConsumerInfo) has ack policy none."""
     policy = getattr(getattr(info, "config", None), "ack_policy", None)
@@ -335,6 +341,23 @@ class Engine:
         body = json.dumps(req, separators=(",", ":")).encode()
         data = b"PUB %s %s %d\r\n%s\r\n" % (self.next_subject, reply.encode(), len(body), body)
         self.client._publish_raw(data, len(body))
+
+    def missing(self) -> errors.ConsumerNotFoundError | None:
+        """A pull was answered 503 (nothing answers the consumer's pull subject):
+        ask the server whether the consumer exists. Its ConsumerNotFoundError
+        (also when the stream is gone), or None when it exists or the server
+        cannot tell now (JetStream not answering yet: a transient 503).
+        Not on the reader thread: an API request."""
+        what = f"consumer {self.name!r} of stream {self.stream!r}"
+        try:
+            self.js._api_request(f"CONSUMER.INFO.{self.stream}.{self.name}")
+        except errors.ConsumerNotFoundError as exc:
+            return _not_found(f"{what} not found", exc)
+        except errors.StreamNotFoundError as exc:
+            return _not_found(f"{what} not found: the stream does not exist", exc)
+        except errors.Error:
+            return None
+        return None
 
     def read(self, msg: Msg) -> tuple[int, str] | None:
         """The one reading of what arrives on a pull's inbox, for every pull loop

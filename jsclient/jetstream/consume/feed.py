@@ -20,6 +20,7 @@ from jsclient.jetstream.consume.engine import (
     HEARTBEAT,
     HEARTBEAT_FACTOR,
     NO_MESSAGES,
+    NO_RESPONDERS,
     PIN_HDR,
     PIN_MISMATCH,
     PULL_ENDED,
@@ -45,6 +46,10 @@ _PLAIN_HDR = b"NATS/1.0\r\n"
 _RECONNECTED = 1
 _HB_MISSED = 2
 _CLOSED = 3
+_REPULL = 4
+#: After a 503 on a pull of a consumer that exists (JetStream not answering
+#: yet: a restart, a leader election), the feed pulls again this much later.
+NO_RESPONDERS_WAIT = 1.0
 
 
 def _token(subject: str, prefix: str) -> int:
@@ -83,6 +88,7 @@ class Feed:
         self.stopped = False
         self.hb_queued = False
         self.outage_warned = False
+        self.repull_due = False  # a pull after a transient 503 is scheduled
         self.first_token = 0
         self.last_token = 0
         self.open: deque[tuple[int, int]] = deque(maxlen=64)
@@ -236,6 +242,10 @@ class Feed:
             self.outage_warned = False
             self.last = _mono()
             self._restart()
+        elif kind == _REPULL:
+            self.repull_due = False
+            if not self.paused:
+                self._restart()
         elif kind == _HB_MISSED:
             self.hb_queued = False
             if not self.paused:
@@ -285,12 +295,28 @@ class Feed:
                 self.counter.reset()
                 self.open.clear()
                 self.first_token = self.last_token + 1
+        elif kind == NO_RESPONDERS:
+            if fresh and not self.repull_due:
+                self.on_no_responders()
+            return  # (the pull is gone: nothing to count)
         else:
             self.on_status_error(kind, status_error(code, description, kind))
             if fresh:
                 pm, pb = _js_headers(hdr)[:2]
                 self.counter.on_status(pm, pb)
         self._maybe_pull()
+
+    def on_no_responders(self) -> None:
+        """Nothing answered a pull: the consumer does not exist (asked of the
+        server: ConsumerNotFoundError ends the session, to ``consume``'s error
+        callback or out of ``messages().next``), or JetStream is not answering
+        yet: then the open pulls are forgotten and pulled afresh a moment later."""
+        missing = self.engine.missing()
+        if missing is not None:
+            raise Terminal(missing)
+        self.report(errors.NoRespondersError())
+        self.repull_due = True
+        self.engine.client._scheduler.call_later(NO_RESPONDERS_WAIT, self.q.put, (_REPULL, self))
 
     def _sample(self, msg: Msg) -> None:
         """Check one message's consumer sequence (once per re-pull: not on

@@ -44,8 +44,11 @@ class FetchBatch:
     (a status, the client-side guard at expires + 1 s, a missed heartbeat, the
     connection closing). Then :attr:`error` says why a short batch ended:
     ``None`` for ordinary ends (no messages, request timeout, expiry), else the
-    status error (``ConsumerDeletedError``, ``StatusError`` for a ``409
-    Exceeded Max*`` refusal, ``NoRespondersError``, ``NoHeartbeatError``...).
+    status error (``StatusError`` for a ``409 Exceeded Max*`` refusal,
+    ``NoRespondersError``, ``NoHeartbeatError``...). A consumer that does not
+    exist (``ConsumerNotFoundError``, confirmed with the server after a 503) or
+    was deleted under the pull (``ConsumerDeletedError``) is raised by the
+    iteration, after the messages that came before it.
 
     A pull of a pinned priority group answered ``423`` (this client lost the
     pin) is made again, without the pin id, for what is still missing and
@@ -198,6 +201,7 @@ class FetchBatch:
                 if item is _END:
                     self._done = True
                     self._engine.client._drainables.discard(self)
+                    self._raise_if_gone()
                     raise StopIteration
                 if item is _REPULL:
                     self._repull()
@@ -207,6 +211,18 @@ class FetchBatch:
                 return msg
         finally:
             self._reading -= 1
+
+    def _raise_if_gone(self) -> None:
+        """At the end of the batch: a consumer that does not exist (a 503 the
+        server confirms, asked here on the caller's thread) or was deleted
+        under the pull raises, after the messages that came before."""
+        err = self._error
+        if type(err) is errors.NoRespondersError:
+            missing = self._engine.missing()
+            if missing is not None:
+                self._error = err = missing
+        if isinstance(err, errors.ConsumerNotFoundError | errors.ConsumerDeletedError):
+            raise err
 
     def _repull(self) -> None:
         """Pull again, unpinned, for what is missing (the server dropped the pull)."""

@@ -129,7 +129,7 @@ class OrderedBatch:
         while not self._done:
             try:
                 msg = next(self._inner)
-            except StopIteration:
+            except (StopIteration, errors.ConsumerNotFoundError, errors.ConsumerDeletedError):
                 err = self._inner.error
                 if isinstance(err, errors.ConsumerDeletedError | errors.NoRespondersError):
                     # The consumer went away (deleted, inactive, server restarted).
@@ -164,6 +164,9 @@ class _OrderedFeed(Feed):
         super().__init__(engine, opts, source.q, source.report)
         self.source = source
         self.watch_resets = False  # the source checks every message
+
+    def on_no_responders(self) -> None:
+        self.source.reset()  # its consumer is gone: make a new one (no server query)
 
     def on_status_error(self, kind: int, error: errors.Error) -> None:
         if isinstance(error, errors.ConsumerDeletedError) or kind == NO_RESPONDERS:

@@ -5,7 +5,7 @@ the pull engine in :mod:`jsclient.jetstream.consume.engine`. The class provides
 ``_js`` (the JetStream context), ``stream_name``, ``name`` and ``_cached_info``.
 
 Threads: ``consume`` runs the callback on a dispatcher thread of its own
-(``jsclient-consume-<consumer>``), never on the socket reader; ``messages``
+(``jsclient-consume-<consumer>-<n>``), never on the socket reader; ``messages``
 hands messages to whichever thread calls ``next`` (one at a time). Either
 thread receives messages from the reader through a queue, one batch per read.
 
@@ -210,7 +210,7 @@ class PullConsumerMixin:
         """Pull continuously and run ``callback(msg)`` on a dispatcher thread.
 
         The callback runs on this consume's own thread
-        (``jsclient-consume-<consumer>``), one message at a time, never on the
+        (``jsclient-consume-<consumer>-<n>``), one message at a time, never on the
         socket reader; an exception it raises is logged (and sent to
         ``error_cb``) and the next message follows. Returns a
         ``ConsumeContext`` (``stop()``, ``drain()``, ``wait()``); priority

@@ -281,6 +281,8 @@ class PullSubscription:
                     return _ENDED
                 if kind == RESET:
                     return _RESET
+                if type(error) is errors.NoRespondersError:
+                    error = engine.missing() or error  # a 503: is the consumer gone?
                 if not msgs:
                     raise error
                 self._error = error  # raised by the next fetch
