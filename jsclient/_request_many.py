@@ -5,16 +5,24 @@ The request goes through the connection's one request multiplexer
 call. The multiplexer hands a token's waiter one reply (the reader thread
 pops it, then calls ``deliver``); a request-many waiter puts itself back
 under its token inside ``deliver``, on the reader thread, before the next
-reply can be routed, so every reply of the request reaches it. Ending
-(:meth:`ReplyIterator.close`) marks the waiter done and forgets the token;
-``deliver`` checks the mark after putting itself back, so whichever of the
-two runs last removes the entry (see ``_Waiter.deliver``).
+reply can be routed, so every reply of the request reaches it. Ending marks
+the waiter done and forgets the token; ``deliver`` checks the mark after
+putting itself back, so whichever of the two runs last removes the entry
+(see ``_Waiter.deliver``).
 
 The iterator ends, quietly, at ``max_count`` replies, at the total
 ``timeout`` (counted from the request), when no reply came within ``stall``
-seconds of asking for the next one, at the sentinel reply (not yielded), or
-at a status reply such as 503 no responders. Only a closed connection
-raises (:class:`~jsclient.errors.ConnectionClosedError`).
+seconds of asking for the next one, at the sentinel reply (not yielded), at
+a status reply such as 503 no responders, or when the replies it holds pass
+``pending_msgs_limit`` / ``pending_bytes_limit`` (as a subscription's: a
+caller that stops reading cannot make it hold more); ``end_reason`` then says
+which. Only a closed connection raises
+(:class:`~jsclient.errors.ConnectionClosedError`).
+
+The request stops listening when it ends, whether or not the caller reads:
+the reader thread stops putting the waiter back once the deadline passed or a
+limit was reached, and a timer at the deadline forgets the token. Nothing is
+handed out after the deadline, even a reply that is already held.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from jsclient import errors
+from jsclient._threads import WAIT_SLICE
 from jsclient.protocol import headers as _headers
 
 if TYPE_CHECKING:
@@ -32,10 +41,18 @@ if TYPE_CHECKING:
     from jsclient._mux import RequestMux
     from jsclient.msg import Msg
 
-__all__ = ["EMPTY_SENTINEL", "ReplyIterator", "request_many"]
+__all__ = ["EMPTY_SENTINEL", "END_REASONS", "ReplyIterator", "request_many"]
 
-#: Longest single wait on the reply queue: waits are sliced so none is unbounded.
-_POLL = 1.0
+#: What ``end_reason`` may say.
+END_REASONS = (
+    "max_count",
+    "timeout",
+    "stall",
+    "sentinel",
+    "no_responders",
+    "slow_consumer",
+    "closed",
+)
 
 
 class _EmptySentinel:
@@ -60,11 +77,37 @@ class _Waiter:
     ``subject``, ``body``, ``_hdr`` and ``_token`` are what
     :meth:`~jsclient._mux.RequestMux.send_batch` publishes; it sets ``_token``
     before the write, so a reply can never come before the token is known.
+    ``deliver`` holds at most ``max_msgs`` replies of ``max_bytes`` in all
+    (0: no limit); past either it stops listening (``overflow``).
     """
 
-    __slots__ = ("_hdr", "_mux", "_token", "_wend", "_wlen", "body", "done", "q", "subject")
+    __slots__ = (
+        "_hdr",
+        "_mux",
+        "_token",
+        "_wend",
+        "_wlen",
+        "body",
+        "deadline",
+        "done",
+        "held_bytes",
+        "max_bytes",
+        "max_msgs",
+        "overflow",
+        "q",
+        "subject",
+    )
 
-    def __init__(self, subject: str, body: bytes, hdr: bytes | None, mux: RequestMux):
+    def __init__(
+        self,
+        subject: str,
+        body: bytes,
+        hdr: bytes | None,
+        mux: RequestMux,
+        deadline: float | None,
+        max_msgs: int,
+        max_bytes: int,
+    ) -> None:
         self.subject = subject
         self.body = body
         self._hdr = hdr
@@ -72,23 +115,47 @@ class _Waiter:
         self._mux = mux
         self.q: queue.SimpleQueue[Msg | None] = queue.SimpleQueue()
         self.done = False
+        self.deadline = deadline
+        self.max_msgs = max_msgs
+        self.max_bytes = max_bytes
+        self.held_bytes = 0  # of the replies queued and not yet handed out
+        self.overflow = False
 
     def deliver(self, msg: Msg | None) -> None:
         """Reader thread: one reply (None: the connection closed)."""
+        if msg is not None:
+            size = msg.size
+            if (self.max_msgs and self.q.qsize() >= self.max_msgs) or (
+                self.max_bytes and self.held_bytes + size > self.max_bytes
+            ):
+                self.overflow = True  # the caller does not keep up: stop listening
+                self.stop()
+                return
+            self.held_bytes += size
         self.q.put(msg)
         token = self._token
         if msg is None or self.done or token is None:
             return
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.done = True  # past the deadline: nothing more is listened for
+            return
         self._mux.rearm(token, self)  # the reader forgot it: wait for the next reply
         if self.done:
-            # Ended meanwhile: close() may have looked before the line above.
+            # Ended meanwhile: stop() may have looked before the line above.
             self._mux.cancel(token)
+
+    def stop(self) -> None:
+        """Stop listening (any thread): the token is forgotten."""
+        self.done = True
+        self._mux.cancel(self._token)
 
 
 class ReplyIterator(Iterator["Msg"]):
     """The replies of one :func:`request_many`; ``close()`` ends it early.
 
-    Also a context manager. Replies that arrive after the end are dropped.
+    Also a context manager. Replies that arrive after the end are dropped;
+    ``end_reason`` says why it ended (one of :data:`END_REASONS`; None while
+    it runs).
     """
 
     def __init__(
@@ -108,6 +175,13 @@ class ReplyIterator(Iterator["Msg"]):
         self._sentinel = sentinel
         self._count = 0
         self._ended = False
+        self.end_reason: str | None = None
+        # The deadline also ends the listening when nobody reads (see the module doc).
+        self._timer = (
+            None
+            if deadline is None
+            else client._scheduler.call_later(max(0.0, deadline - time.monotonic()), waiter.stop)
+        )
 
     def __iter__(self) -> ReplyIterator:
         return self
@@ -130,12 +204,17 @@ class ReplyIterator(Iterator["Msg"]):
 
     def close(self) -> None:
         """End now: the token is forgotten, later replies are dropped."""
+        self._end("closed")
+
+    def _end(self, reason: str) -> None:
         if self._ended:
             return
         self._ended = True
-        w = self._waiter
-        w.done = True
-        self._client._mux.cancel(w._token)
+        self.end_reason = reason
+        self._waiter.stop()
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
 
     def _wait_limit(self) -> float | None:
         """Seconds this wait may last (None: no limit), or <= 0 when time is up."""
@@ -148,41 +227,52 @@ class ReplyIterator(Iterator["Msg"]):
     def __next__(self) -> Msg:
         if self._ended:
             raise StopIteration
+        deadline = self._deadline
         limit = self._wait_limit()
         end = None if limit is None else time.monotonic() + limit
-        q = self._waiter.q
+        w = self._waiter
+        q = w.q
         while True:
-            left = None if end is None else end - time.monotonic()
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                self._end("timeout")  # nothing after the deadline, even what is held
+                raise StopIteration
+            left = None if end is None else end - now
             try:
                 if left is not None and left <= 0:
                     msg = q.get_nowait()
                 else:
-                    msg = q.get(timeout=_POLL if left is None else min(left, _POLL))
+                    msg = q.get(timeout=WAIT_SLICE if left is None else min(left, WAIT_SLICE))
             except queue.Empty:
+                if w.overflow:
+                    self._end("slow_consumer")  # handed out what it held
+                    raise StopIteration from None
                 if end is not None and time.monotonic() >= end:
-                    self.close()  # the total timeout or the stall: a quiet end
+                    stalled = deadline is None or time.monotonic() < deadline
+                    self._end("stall" if stalled else "timeout")
                     raise StopIteration from None
                 continue
             break
         if msg is None:
-            self.close()
+            self._end("closed")
             raise errors.ConnectionClosedError()
+        w.held_bytes -= msg.size
         if not msg.data and msg._hdr is not None and msg.status is not None:
-            self.close()  # 503 no responders, or another status: terminal, quietly
+            self._end("no_responders")  # 503 no responders, or another status: quietly
             raise StopIteration
         sentinel = self._sentinel
         if sentinel is not None:
             try:
                 stop = sentinel(msg)
             except BaseException:
-                self.close()
+                self._end("closed")
                 raise
             if stop:
-                self.close()
+                self._end("sentinel")
                 raise StopIteration
         self._count += 1
         if self._max is not None and self._count >= self._max:
-            self.close()
+            self._end("max_count")
         return msg
 
 
@@ -196,16 +286,21 @@ def request_many(
     max_count: int | None = None,
     stall: float | None = None,
     sentinel: Callable[[Msg], bool] | None = EMPTY_SENTINEL,
+    pending_msgs_limit: int = 65536,
+    pending_bytes_limit: int = 64 * 1024 * 1024,
 ) -> ReplyIterator:
     """Publish one request and iterate over its replies (ADR-47).
 
     The request is sent before this returns. The iterator ends quietly at
     ``max_count`` replies, ``timeout`` seconds after the request (None: no
-    total limit), when a reply after the first took longer than ``stall``
-    seconds (ignored when not below ``timeout``), at the first reply for
-    which ``sentinel(msg)`` is true (that reply is not yielded; the default
-    :data:`EMPTY_SENTINEL` is an empty payload; ``None`` turns it off), or
-    at no responders (503). A closed connection raises ConnectionClosedError.
+    total limit; nothing is yielded after it), when a reply after the first
+    took longer than ``stall`` seconds (ignored when not below ``timeout``),
+    at the first reply for which ``sentinel(msg)`` is true (that reply is not
+    yielded; the default :data:`EMPTY_SENTINEL` is an empty payload; ``None``
+    turns it off), at no responders (503), or once the replies it holds pass
+    ``pending_msgs_limit`` or ``pending_bytes_limit`` (0: no limit), as a
+    subscription's. ``it.end_reason`` says which. A closed connection raises
+    ConnectionClosedError.
     """
     if max_count is not None and max_count < 1:
         raise ValueError("max_count must be at least 1 (or None)")
@@ -215,10 +310,16 @@ def request_many(
         timeout = 0.0
     if stall is not None and (stall <= 0 or (timeout is not None and stall >= timeout)):
         stall = None  # ADR-47: behaves as if not supplied
+    for name, limit in (
+        ("pending_msgs_limit", pending_msgs_limit),
+        ("pending_bytes_limit", pending_bytes_limit),
+    ):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {limit!r}")
     hdr = _headers.encode(headers) if headers else None
     mux = client._mux
-    waiter = _Waiter(subject, payload, hdr, mux)
     deadline = None if timeout is None else time.monotonic() + timeout
+    waiter = _Waiter(subject, payload, hdr, mux, deadline, pending_msgs_limit, pending_bytes_limit)
     failed = mux.send_batch([waiter])
     if failed:
         raise failed[0][1]

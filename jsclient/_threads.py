@@ -36,6 +36,11 @@ from jsclient import _impl
 
 log = logging.getLogger("jsclient")
 
+#: The longest single wait of a library loop (a handler thread, a subscription
+#: taker, a request-many iterator) before it looks at its state again: every
+#: wait is sliced into waits of at most this, so none is unbounded.
+WAIT_SLICE = 1.0
+
 _IDLE_WAIT = 1.0
 
 

@@ -165,8 +165,9 @@ class Connection:
         self.server_info = info
         if "max_payload" in info:
             self.max_payload = info["max_payload"]
+        initial = self.pool.current is None  # the first connection (no callback: nats.go's rule)
         self.pool.connected(srv)
-        self._learn(info)
+        self._learn(info, initial)
         self.connected_url = srv.url
         sock = dialled.sock
         self._is_tls = isinstance(sock, ssl.SSLSocket)
@@ -189,8 +190,12 @@ class Connection:
         writer.wq.kicked = True
         writer.kick()
 
-    def _learn(self, info: dict[str, Any]) -> None:
-        if self.pool.learn(info.get("connect_urls")) and self.opts.discovered_server_cb:
+    def _learn(self, info: dict[str, Any], initial: bool = False) -> None:
+        """Add the servers an INFO advertises; ``discovered_server_cb`` runs when a
+        later INFO brings new ones (not for those the first connection's INFO
+        lists: a stable cluster is not a discovery)."""
+        learned = self.pool.learn(info.get("connect_urls"))
+        if learned and not initial and self.opts.discovered_server_cb:
             self._owner._run_callback(self.opts.discovered_server_cb)
 
     # -- state --------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import ssl
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -36,6 +37,10 @@ _UNSUPPORTED = {
     "windows_ca_certs_match": "the Windows certificate store is not supported",
     "socks_proxy": "connecting through a SOCKS proxy is not supported",
 }
+
+#: Path values the nats CLI resolves with an outside tool (1Password's ``op`` CLI):
+#: refused with a ContextError rather than failing later as a missing file.
+_SECRET_REFERENCES = ("op://",)
 
 # Path keys: ``$VAR`` and a leading ``~`` are expanded on load, as the CLI does.
 _PATH_KEYS = ("creds", "nkey", "cert", "key", "ca")
@@ -193,6 +198,13 @@ def _from_mapping(name: str, path: Path, data: dict[str, Any]) -> Context:
         else:
             if not isinstance(raw, str):
                 raise ContextError(f"nats: context file {path}: key {f.name!r} must be a string")
+            if f.name in _PATH_KEYS and raw.startswith(_SECRET_REFERENCES):
+                raise ContextError(
+                    f"nats: context file {path}: key {f.name!r} is a secret manager "
+                    f"reference ({raw.split('://', 1)[0]}://, which the nats CLI resolves "
+                    "through its own tool); jsclient reads files only: put the path of the "
+                    "file in it"
+                )
             values[f.name] = _expand_path(raw) if f.name in _PATH_KEYS else raw
     for key, why in _UNSUPPORTED.items():
         if values.get(key):
@@ -201,10 +213,16 @@ def _from_mapping(name: str, path: Path, data: dict[str, Any]) -> Context:
 
 
 def _expand_path(value: str) -> str:
-    # As the CLI: environment variables first, then a leading "~".
+    # As the CLI (Go's os.ExpandEnv, then a leading "~"): $VAR and ${VAR}, and an
+    # unset variable becomes empty (os.path.expandvars would leave it as written).
     if not value:
         return value
-    return os.path.expanduser(os.path.expandvars(value))
+    expanded = _ENV_VAR.sub(lambda m: os.environ.get(m.group(1) or m.group(2), ""), value)
+    return os.path.expanduser(expanded)
+
+
+#: ``${NAME}`` or ``$NAME``.
+_ENV_VAR = re.compile(r"\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def tls_context(ctx: Context) -> ssl.SSLContext | None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import _impl, errors
 from jsclient._handoff import next_item
-from jsclient._threads import log
+from jsclient._threads import WAIT_SLICE, log
 from jsclient._threads import remaining as _remaining
 from jsclient.msg import Msg
 
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 else:
     SubState = _impl.delivery.SubState
 _Reply = _impl.delivery.Reply
-
-_POLL = 1.0
 
 
 class _Closed:
@@ -187,6 +185,14 @@ class Subscription(SubState):
         finally:
             self._taker = None
 
+    def next_as_taker(self, timeout: float, claim: bool) -> Msg:
+        """The next message for a library thread that may read the socket while it
+        waits (a service's handler thread: :meth:`_await`): TimeoutError after
+        ``timeout``, the end reason (or BadSubscriptionError) once it ended."""
+        if not (self._local or self._held) and self._q.empty():
+            self._await(timeout, claim)
+        return self.next_msg(0)
+
     def _give_back(self, msgs: list[Msg]) -> None:
         """Put messages taken but not handed out back in front, in order (an
         interrupted fetch); the next take hands them out again."""
@@ -234,7 +240,7 @@ class Subscription(SubState):
         """The next message (waits without a limit); StopIteration at the end."""
         while True:
             try:
-                return self._take(_POLL)
+                return self._take(WAIT_SLICE)
             except queue.Empty:
                 continue
             except _Ended as end:
@@ -249,7 +255,7 @@ class Subscription(SubState):
         take = self._take
         while True:
             try:
-                msg = take(_POLL)
+                msg = take(WAIT_SLICE)
             except queue.Empty:
                 continue
             except _Ended:

@@ -12,6 +12,7 @@ nats.go writes it). Processing times are integer nanoseconds.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -92,6 +93,26 @@ def check_metadata(metadata: Mapping[str, str] | None, what: str = "metadata") -
         if not isinstance(k, str) or not isinstance(v, str):
             raise TypeError(f"nats: {what} must map str to str, got {k!r}: {v!r}")
     return out
+
+
+def check_threads(threads: object) -> int:
+    """A handler thread count: an int of at least 1."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ServiceConfigError(f"nats: threads must be an int >= 1, got {threads!r}")
+    return threads
+
+
+def check_handler(handler: object) -> None:
+    """An endpoint handler: a plain callable. A coroutine function (``async def``, what a
+    nats-py service has) is refused: handlers run on threads and nothing would await it."""
+    if not callable(handler):
+        raise TypeError("nats: an endpoint handler must be callable")
+    call = getattr(handler, "__call__", None)  # noqa: B004 - a callable object's own method
+    if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call):
+        raise TypeError(
+            "nats: an endpoint handler must be a plain function: handlers run on handler "
+            "threads, so an async def handler would never be awaited (drop async/await)"
+        )
 
 
 def control_subject(prefix: str, verb: str, name: str | None = None, id: str | None = None) -> str:

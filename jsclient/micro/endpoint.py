@@ -12,11 +12,12 @@ taker at a time), and run the handler with no lock held, so N threads
 serve N requests at once. A handler that raises answers 500 (unless it
 answered already) and counts as an error; the thread goes on.
 
-Stats: a request counts when its first reply leaves (an error reply with
-its error), or when its handler returns without replying; its processing
-time is added when the handler returns. So a requester holding a reply
-finds that request in ``stats()``, and a request still being handled is
-not counted, as in nats.go.
+Stats are kept here alone, and a request changes ``num_requests``,
+``processing_time`` (so the average) and, with its error, ``num_errors`` /
+``last_error`` together, in one step when its handler returns, as nats.go's
+request handler does: ``stats()`` never shows a request counted without its
+time, nor after ``reset()`` a time without its request. A request still being
+handled is not counted yet.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
 from jsclient._io.reader import LINGER
-from jsclient._threads import log
+from jsclient._threads import WAIT_SLICE, log
 from jsclient.micro._types import EndpointInfo, EndpointStats
 from jsclient.micro.request import Request
 from jsclient.subscription import Subscription
@@ -41,7 +42,6 @@ __all__ = ["Endpoint", "Handler"]
 
 Handler = Callable[[Request], Any]
 
-_POLL = 1.0  # longest single wait of a handler thread
 _END = object()  # _next: the subscription ended
 _QUICK_NS = int(LINGER * 1e9)  # a request handled within this leaves the reading role lingering
 
@@ -134,18 +134,19 @@ class Endpoint:
             self._num_requests = self._num_errors = self._processing_time = 0
             self._last_error = ""
 
-    def _count_request(self, error: str | None) -> None:
+    def _count(self, elapsed_ns: int, error: str | None) -> None:
+        """A handled request: its count, time and error, in one step."""
         with self._lock:
             self._num_requests += 1
+            self._processing_time += elapsed_ns
             if error is not None:
                 self._num_errors += 1
                 self._last_error = error
 
-    def _count_error(self, text: str, first: bool = True) -> None:
-        """An error: counted unless its request had one counted already; the last error."""
+    def _count_error(self, text: str) -> None:
+        """An error outside any request (requests dropped by a full queue)."""
         with self._lock:
-            if first:
-                self._num_errors += 1
+            self._num_errors += 1
             self._last_error = text
 
     def _on_slow(self, exc: BaseException) -> None:
@@ -165,7 +166,7 @@ class Endpoint:
                     self._serve(msg)
         take_lock = self._take_lock
         while True:
-            if not take_lock.acquire(timeout=_POLL):
+            if not take_lock.acquire(timeout=WAIT_SLICE):
                 continue
             try:
                 msg = self._next()
@@ -177,7 +178,7 @@ class Endpoint:
                 self._serve(msg)
 
     def _next(self) -> Any:
-        """The next request, None when none came within _POLL, or _END (stop/drain,
+        """The next request, None when none came within WAIT_SLICE, or _END (stop/drain,
         or the connection closed). Waits as a taker of the reading role
         (``Subscription._await``): alone in its process, the handler thread
         reads its requests itself. It claims the role from the reader thread
@@ -185,18 +186,15 @@ class Endpoint:
         which a quick handler finds still there): after a slow one, taking the
         role back would cost two more wake-ups than leaving the next request
         to the reader thread."""
-        sub = self._sub
         try:
-            if not (sub._local or sub._held) and sub._q.empty():
-                sub._await(_POLL, self._quick)
-            return sub.next_msg(0)
+            return self._sub.next_as_taker(WAIT_SLICE, self._quick)
         except errors.TimeoutError:
             return None
         except BaseException:
             return _END
 
     def _serve(self, msg: Msg) -> None:
-        req = Request(msg, self)
+        req = Request(msg)
         start = time.perf_counter_ns()
         try:
             self._handler(req)
@@ -204,18 +202,17 @@ class Endpoint:
             log.exception("jsclient: service handler of endpoint %r raised", self.name)
             description = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if req._responded or not msg.reply:
-                req._fail(f"500:{description}")
+                if req._error is None:  # (an unsendable reply recorded its own)
+                    req._error = f"500:{description}"
             else:
                 try:
                     req.respond_error(500, description)
                 except BaseException:
                     log.exception("jsclient: could not answer 500 on endpoint %r", self.name)
-                    req._fail(f"500:{description}")
+                    req._error = f"500:{description}"
         elapsed = time.perf_counter_ns() - start
         self._quick = elapsed < _QUICK_NS
-        req._settle()  # not answered: counted now
-        with self._lock:
-            self._processing_time += elapsed
+        self._count(elapsed, req._error)
 
     # -- stopping -----------------------------------------------------------
 

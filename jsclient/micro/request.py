@@ -9,9 +9,10 @@ carries those headers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
+from jsclient._threads import log
 from jsclient.micro._types import ERROR_CODE_HEADER, ERROR_HEADER
 
 if TYPE_CHECKING:
@@ -55,42 +56,23 @@ def _one_line(text: str) -> str:
     return " ".join(text.splitlines()) if ("\r" in text or "\n" in text) else text
 
 
-class _Stats(Protocol):
-    """What a request records in its endpoint's stats (``Endpoint``)."""
-
-    def _count_request(self, error: str | None) -> None: ...
-    def _count_error(self, text: str, first: bool = True) -> None: ...
-
-
 class Request:
-    """A request to an endpoint, handed to its handler on a handler thread."""
+    """A request to an endpoint, handed to its handler on a handler thread.
 
-    __slots__ = ("_counted", "_endpoint", "_error", "_responded", "msg")
+    It records what its endpoint's statistics need (an error, whether it was
+    answered); the endpoint counts it, in one step, when the handler returns.
+    A reply that cannot be sent (larger than the server's ``max_payload``, a
+    header that cannot be encoded) is answered with a 500 error reply instead,
+    so the requester never waits out its timeout, and the error is raised to
+    the handler.
+    """
 
-    def __init__(self, msg: Msg, endpoint: _Stats | None = None) -> None:
+    __slots__ = ("_error", "_responded", "msg")
+
+    def __init__(self, msg: Msg) -> None:
         self.msg = msg
-        self._endpoint = endpoint
         self._responded = False
-        self._counted = False
-        self._error: str | None = None  # "code:description" of respond_error, for the stats
-
-    # The endpoint counts a request when its first reply leaves, else when the
-    # handler returns: so a requester holding its reply finds it counted.
-
-    def _settle(self) -> None:
-        """Count this request (and its error, if any) in its endpoint's stats, once."""
-        if not self._counted:
-            self._counted = True
-            if self._endpoint is not None:
-                self._endpoint._count_request(self._error)
-
-    def _fail(self, text: str) -> None:
-        """An error of this request (one per request; the last text is the endpoint's
-        ``last_error``); counted now if the request is counted already."""
-        first = self._error is None
-        self._error = text
-        if self._counted and self._endpoint is not None:
-            self._endpoint._count_error(text, first)
+        self._error: str | None = None  # "code:description", for the endpoint's stats
 
     def __repr__(self) -> str:
         return f"<Request subject={self.subject!r} reply={self.reply!r}>"
@@ -117,10 +99,29 @@ class Request:
         return self.msg.headers
 
     def respond(self, data: bytes = b"", headers: HeadersIn | None = None) -> None:
-        """Reply to the requester."""
+        """Reply to the requester.
+
+        A reply that cannot be sent raises its error (``MaxPayloadError``,
+        ``BadHeaderError``, ``TypeError``) after a 500 error reply naming it
+        went out instead.
+        """
+        try:
+            self.msg.respond(data, headers=headers)  # type: ignore[arg-type]
+        except (errors.MaxPayloadError, errors.BadHeaderError, TypeError, ValueError) as exc:
+            self._answer_500(exc)
+            raise
         self._responded = True
-        self._settle()
-        self.msg.respond(data, headers=headers)  # type: ignore[arg-type]
+
+    def _answer_500(self, exc: BaseException) -> None:
+        """The reply could not be sent: answer 500 with the reason (a small reply,
+        no user headers), record the error, and count the request as answered."""
+        description = _one_line(f"{type(exc).__name__}: {exc}")[:1024]
+        self._error = f"500:{description}"
+        self._responded = True
+        try:
+            self.msg.respond(b"", headers={ERROR_HEADER: description, ERROR_CODE_HEADER: "500"})
+        except errors.Error as again:  # the connection closed, or worse: nothing to answer on
+            log.warning("jsclient: could not answer 500 for an unsendable reply: %s", again)
 
     def respond_error(
         self,
@@ -138,5 +139,5 @@ class Request:
         hdrs: dict[str, Any] = dict(headers) if headers else {}
         hdrs[ERROR_HEADER] = description
         hdrs[ERROR_CODE_HEADER] = str(code)
-        self._fail(f"{code}:{description}")
+        self._error = f"{code}:{description}"
         self.respond(data, hdrs)

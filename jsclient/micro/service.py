@@ -37,8 +37,10 @@ from jsclient.micro._types import (
     ServiceInfo,
     ServiceStats,
     check_endpoint_subject,
+    check_handler,
     check_metadata,
     check_name,
+    check_threads,
     check_version,
 )
 from jsclient.micro.endpoint import Endpoint, Handler
@@ -64,12 +66,6 @@ def _new_id() -> str:
 
             _nuid = NUID()
         return str(_nuid.next().decode())
-
-
-def _threads_arg(threads: object) -> int:
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ServiceConfigError(f"nats: threads must be an int >= 1, got {threads!r}")
-    return threads
 
 
 def _queue_arg(queue_group: QueueGroupArg, inherited: str | None) -> str | None:
@@ -110,8 +106,7 @@ class _Adder:
         the service's.
         """
         check_name(name, "endpoint name")
-        if not callable(handler):
-            raise TypeError("nats: an endpoint handler must be callable")
+        check_handler(handler)
         subj = check_endpoint_subject(name if subject is None else subject, "endpoint subject")
         if self._prefix:
             subj = f"{self._prefix}.{subj}"
@@ -122,7 +117,7 @@ class _Adder:
             _queue_arg(queue_group, self._queue_group),
             check_metadata(metadata, "endpoint metadata"),
             handler,
-            svc._threads if threads is None else _threads_arg(threads),
+            svc._threads if threads is None else check_threads(threads),
         )
 
     def add_group(self, name: str, queue_group: QueueGroupArg = ...) -> Group:
@@ -185,7 +180,7 @@ class Service(_Adder):
         if stats_handler is not None and not callable(stats_handler):
             raise TypeError("nats: stats_handler must be callable")
         self._stats_handler = stats_handler
-        self._threads = _threads_arg(threads)
+        self._threads = check_threads(threads)
         self._api_prefix = check_endpoint_subject(api_prefix, "api prefix")
         self._nc = nc
         self._service = self
@@ -281,7 +276,15 @@ class Service(_Adder):
             raise errors.Error("nats: service stopped")
         ep = Endpoint(self._nc, self._name, name, subject, queue_group, metadata, handler, threads)
         with self._lock:
-            self._endpoints.append(ep)
+            # Read under the lock stop() sets it under: either stop() copies the
+            # list with this endpoint in it (and drains it), or it is seen here.
+            late = self._stopped
+            if not late:
+                self._endpoints.append(ep)
+        if late:
+            ep._drain(time.monotonic() + 5.0)
+            ep._join(time.monotonic() + 5.0)
+            raise errors.Error("nats: service stopped")
         self._nc.flush()
         return ep
 

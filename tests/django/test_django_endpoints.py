@@ -27,7 +27,7 @@ from test_django_worker import WorkerProcess, _run_worker
 import jsclient
 from jsclient.contrib.django import consumer, endpoint, get_connection, get_jetstream, registered
 from jsclient.contrib.django.consumers import unregister as unregister_consumer
-from jsclient.contrib.django.endpoints import registered_endpoints, unregister
+from jsclient.contrib.django.endpoints import registered_endpoints, select, unregister
 from jsclient.contrib.django.worker import Worker, WorkerError
 from jsclient.micro import Request, ServiceClient, ServiceError
 from jsclient.msg import Msg
@@ -115,7 +115,7 @@ def test_stale_database_connections_are_closed_around_requests(
         connection.connection.close()
         req.respond(b"%d" % n)
 
-    worker = Worker(endpoints=[registered_endpoints()["dbsvc.count"]])
+    worker = Worker(endpoints=[select(["dbsvc.count"])[0][0]])
     t, status = _run_worker(worker)
     try:
         nc = get_connection()
@@ -142,7 +142,7 @@ def test_handler_that_raises_answers_500_and_is_logged(
         req.respond(b"fine")
 
     caplog.set_level(logging.INFO, logger="jsclient")
-    worker = Worker(endpoints=[registered_endpoints()["flaky.maybe"]])
+    worker = Worker(endpoints=[select(["flaky.maybe"])[0][0]])
     t, status = _run_worker(worker)
     try:
         nc = get_connection()
@@ -181,7 +181,7 @@ def test_consumers_and_endpoints_in_one_worker(
     def upper(req: Request) -> None:
         req.respond(req.data.upper())
 
-    eps = registered_endpoints()
+    eps = {spec.key: spec for spec in select(["mix"])[0]}
     worker = Worker([registered()["mix"]], endpoints=[eps["mix.echo"], eps["mix.upper"]])
     t, status = _run_worker(worker)
     try:
@@ -206,7 +206,8 @@ def test_consumers_and_endpoints_in_one_worker(
 def test_command_selection_and_errors(django_nats: NatsServer) -> None:
     with pytest.raises(CommandError, match="unknown endpoint"):
         call_command("jetstream_worker", endpoints=["nope"])
-    assert "billing.charge" in registered_endpoints()  # found in jsclient_testapp/endpoints.py
+    # found in jsclient_testapp/endpoints.py
+    assert "billing@1.0.0.charge" in registered_endpoints()
     with pytest.raises(CommandError, match="unknown endpoint"):
         call_command("jetstream_worker", endpoints=["billing.nope"])
     with pytest.raises(WorkerError, match="no consumers or endpoints"):

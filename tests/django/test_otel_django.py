@@ -23,9 +23,9 @@ from jsclient.contrib.django import (
     get_jetstream,
     publish_on_commit,
     registered,
-    registered_endpoints,
 )
 from jsclient.contrib.django.consumers import unregister
+from jsclient.contrib.django.endpoints import select
 from jsclient.contrib.django.endpoints import unregister as unregister_endpoint
 from jsclient.contrib.django.worker import Worker
 from jsclient.contrib.otel import JsclientInstrumentor
@@ -113,7 +113,7 @@ def test_endpoint_handler_runs_in_a_server_span(
     def echo(req: Request) -> None:
         req.respond(req.data)
 
-    worker = Worker(endpoints=[registered_endpoints()["oteldsvc.echo"]])
+    worker = Worker(endpoints=[select(["oteldsvc.echo"])[0][0]])
     t = _run(worker)
     try:
         reply = get_connection().request("oteldsvc.echo", b"hi", timeout=10)

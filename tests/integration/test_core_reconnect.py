@@ -233,7 +233,8 @@ def test_pings_keep_a_healthy_connection(
 
 def _cluster_pair(
     factory: NatsServerFactory, free_port: Callable[[], int]
-) -> tuple[NatsServer, NatsServer]:
+) -> tuple[NatsServer, Callable[[], NatsServer]]:
+    """Server a, and a function that starts b in a's cluster (routes both ways)."""
     ca, cb = free_port(), free_port()
 
     def conf(listen: int, route: int) -> str:
@@ -243,8 +244,25 @@ def _cluster_pair(
         )
 
     a = factory(jetstream=False, config=conf(ca, cb))
-    b = factory(jetstream=False, config=conf(cb, ca))
-    return a, b
+    return a, lambda: factory(jetstream=False, config=conf(cb, ca))
+
+
+def test_a_stable_cluster_is_no_discovery(
+    nats_server_factory: NatsServerFactory,
+    core_connect: CoreConnect,
+    core_wait_for: CoreWaitFor,
+    core_free_port: Callable[[], int],
+) -> None:
+    # The servers the first INFO lists are learned quietly, as nats.go does:
+    # only a server that joins later is a discovery.
+    a, start_b = _cluster_pair(nats_server_factory, core_free_port)
+    b = start_b()
+    probe = core_connect(a.url)
+    core_wait_for(lambda: b.url in probe.discovered_servers, timeout=15)  # the routes are up
+    discovered = threading.Event()
+    nc = core_connect(a.url, discovered_server_cb=discovered.set)
+    assert b.url in nc.discovered_servers  # learned from the first INFO
+    assert not discovered.wait(1.0)
 
 
 @pytest.mark.timeout(40)
@@ -255,10 +273,11 @@ def test_cluster_discovery_and_failover(
     core_wait_for: CoreWaitFor,
     core_free_port: Callable[[], int],
 ) -> None:
-    a, b = _cluster_pair(nats_server_factory, core_free_port)
+    a, start_b = _cluster_pair(nats_server_factory, core_free_port)
     discovered = threading.Event()
     nc = core_connect(a.url, discovered_server_cb=discovered.set, **FAST, **core_events.kwargs())
     assert nc.connected_url == a.url
+    b = start_b()  # joins after the connection: a discovery
     core_wait_for(lambda: b.url in nc.discovered_servers, timeout=15)
     assert a.url not in nc.discovered_servers
     assert set(nc.servers) == {a.url, b.url}

@@ -210,6 +210,9 @@ def test_errors_headers_and_stats(nc: Client, peer: Client) -> None:
     with pytest.raises(ServiceError) as ei:
         ServiceError.check(bad)
     assert (ei.value.code, ei.value.description) == (400, "bad amount")
+    # Counted when the handler returns (a moment after its reply left), the
+    # count, time and error in one step, as nats.go does.
+    assert _wait_for(lambda: svc.stats().endpoints[0].num_requests == 2)
     st = svc.stats().endpoints[0]
     assert (st.num_requests, st.num_errors, st.last_error) == (2, 1, "400:bad amount")
 
@@ -222,13 +225,12 @@ def test_errors_headers_and_stats(nc: Client, peer: Client) -> None:
     assert (ex.headers or {})["Nats-Service-Error-Code"] == "500"
     assert peer.request("charge", b"1", timeout=5.0).data == b"ok"
 
+    assert _wait_for(lambda: svc.stats().endpoints[0].num_requests == 5)
     st = svc.stats().endpoints[0]
     assert (st.num_requests, st.num_errors) == (5, 3)
     assert st.last_error.startswith("500:SystemExit")
-    # Nanoseconds: two 20 ms requests at least. A request counts when its reply
-    # leaves; its processing time is added when its handler returns, just after.
-    assert _wait_for(lambda: svc.stats().endpoints[0].processing_time >= 2 * 20_000_000)
-    st = svc.stats().endpoints[0]
+    # Nanoseconds: two 20 ms requests at least, counted with their requests.
+    assert st.processing_time >= 2 * 20_000_000
     assert st.average_processing_time == st.processing_time // st.num_requests
     doc = _validate("stats", peer.request(f"$SRV.STATS.billing.{svc.id}", timeout=5.0).data)
     wire = doc["endpoints"][0]

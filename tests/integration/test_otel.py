@@ -698,3 +698,62 @@ def test_sampled_off_fast_paths_count_and_keep_trace_context(nc: Client, js: Jet
     assert len(got) == 18
     assert proc.parent is not None and proc.parent.span_id == 0xB7AD6B7169203331
     assert proc.context.trace_id == 0x0AF7651916CD43DD8448EB211C80319C
+
+
+# -- the API's defaults (no SDK) and bounded counters -----------------------------
+
+_NO_SDK = """
+import sys
+import jsclient
+from jsclient.contrib.otel import JsclientInstrumentor, _telemetry as tm
+from jsclient.server import NatsServer
+
+with NatsServer() as srv, jsclient.connect(srv.url) as nc:
+    JsclientInstrumentor().instrument()  # nothing configured: the API's proxy providers
+    sub = nc.subscribe("nosdk.x")
+    nc.publish("nosdk.x", b"1")
+    sub.next_msg(timeout=5)
+    assert tm.live() is None, "no SDK: the wrappers should step aside"
+    assert tm.ACTIVE.sent._fast == {} and tm.ACTIVE.sent._counts == {}  # nothing counted
+
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)  # the application configures its SDK later
+    assert tm.live() is not None
+    nc.publish("nosdk.x", b"2")
+    sub.next_msg(timeout=5)
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert "send nosdk.x" in names, names
+print("ok")
+"""
+
+
+def test_without_an_sdk_instrument_steps_aside_until_one_is_set() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_SDK], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_the_message_counters_keep_a_bounded_number_of_series(otel: Otel, nc: Client) -> None:
+    from jsclient.contrib.otel import _telemetry as tm
+
+    for i in range(tm.MAX_SERIES + 3000):  # orders.<id>: one subject each
+        nc.publish(f"orders.{i}", b"")
+    nc.flush()
+    t = tm.ACTIVE
+    assert t is not None
+    assert len(t.sent._fast) + len(t.sent._counts) <= tm.MAX_SERIES + 1
+    points = otel.metrics()["messaging.client.sent.messages"]
+    assert len(points) <= tm.MAX_SERIES + 1
+    overflow = [p for p in points if p.attributes.get("otel.metric.overflow")]
+    assert overflow and sum(p.value for p in points) == tm.MAX_SERIES + 3000

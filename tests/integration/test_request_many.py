@@ -183,3 +183,85 @@ def test_no_token_left_behind_when_replies_race_the_end(nc: Client, peer: Client
         assert len(got) == 1
     nc.flush()  # the late replies have been routed
     assert len(nc._mux) == 0
+
+
+# -- to the letter of api.md: end_reason, a bound, nothing after the timeout ----------
+
+
+def _flood(peer: Client, subject: str, n: int, size: int = 16) -> None:
+    """A responder that answers each request with ``n`` replies at once."""
+
+    def cb(msg: Msg) -> None:
+        body = b"r" * size
+        for _ in range(n):
+            peer.publish(msg.reply, body)
+
+    peer.subscribe(subject, cb=cb)
+    peer.flush()
+
+
+def test_each_end_says_why(nc: Client, peer: Client) -> None:
+    _responders(peer, "why.a", [_answer(b"a"), _answer(b"b")])
+    it = nc.request_many("why.a", timeout=5.0, max_count=2)
+    assert len(list(it)) == 2 and it.end_reason == "max_count"
+    it = nc.request_many("why.a", timeout=0.3)
+    assert len(list(it)) == 2 and it.end_reason == "timeout"
+    it = nc.request_many("why.a", timeout=5.0, stall=0.2)
+    assert len(list(it)) == 2 and it.end_reason == "stall"
+    _responders(peer, "why.s", [_answer(b"x"), _answer(b"", delay=0.05)])
+    it = nc.request_many("why.s", timeout=5.0)
+    assert [m.data for m in it] == [b"x"] and it.end_reason == "sentinel"
+    it = nc.request_many("why.nobody", timeout=5.0)
+    assert list(it) == [] and it.end_reason == "no_responders"
+    it = nc.request_many("why.a", timeout=5.0)
+    next(it)
+    it.close()
+    assert it.end_reason == "closed"
+
+
+def test_a_reader_that_stops_reading_holds_a_bounded_number(nc: Client, peer: Client) -> None:
+    _flood(peer, "flood.a", 20_000)
+    it = nc.request_many("flood.a", timeout=10.0, pending_msgs_limit=1000)
+    first = next(it)
+    assert first.data
+    # The caller stops reading; the replies keep coming: at most 1000 are held,
+    # then the request stops listening.
+    assert _eventually(lambda: it._waiter.done)
+    assert it._waiter.q.qsize() <= 1000
+    rest = list(it)
+    assert 900 <= len(rest) <= 1000 and it.end_reason == "slow_consumer"
+    assert len(nc._mux) == 0
+
+
+def test_the_byte_bound_holds_too(nc: Client, peer: Client) -> None:
+    _flood(peer, "flood.b", 2_000, size=1024)
+    it = nc.request_many("flood.b", timeout=10.0, pending_bytes_limit=64 * 1024)
+    next(it)
+    assert _eventually(lambda: it._waiter.done)
+    assert it._waiter.held_bytes <= 64 * 1024
+    list(it)
+    assert it.end_reason == "slow_consumer"
+
+
+def test_nothing_is_yielded_after_the_timeout(nc: Client, peer: Client) -> None:
+    _responders(peer, "late.a", [_answer(b"early"), _answer(b"late", delay=0.6)])
+    it = nc.request_many("late.a", timeout=0.3, sentinel=None)
+    assert next(it).data == b"early"
+    time.sleep(1.0)  # the late reply arrives after the deadline, while nobody reads
+    assert list(it) == [] and it.end_reason == "timeout"
+
+
+def test_the_request_stops_listening_at_its_deadline_unread(nc: Client, peer: Client) -> None:
+    _flood(peer, "late.b", 10)
+    it = nc.request_many("late.b", timeout=0.3)
+    assert _eventually(lambda: len(nc._mux) == 0, 3.0)  # the timer forgot the token
+    del it
+
+
+def _eventually(cond: Callable[[], object], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

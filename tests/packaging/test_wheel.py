@@ -139,6 +139,15 @@ def _wheel_names(wheel: Path) -> list[str]:
         return zf.namelist()
 
 
+def test_twine_check_is_clean(built: Built) -> None:
+    # What PyPI checks on upload: metadata, the README as the long description.
+    out = _run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(built.sdist), str(built.wheel)],
+        cwd=built.work,
+    )
+    assert out.stdout.count("PASSED") == 2, out.stdout
+
+
 def test_sdist_carries_the_cython_sources(built: Built) -> None:
     with tarfile.open(built.sdist) as tf:
         names = tf.getnames()

@@ -85,3 +85,10 @@ def test_the_demo_says_in_one_line_that_it_cannot_connect() -> None:
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot connect to nats://127.0.0.1:1" in lines[0], lines
+
+
+def test_the_version_is_the_one_in_pyproject() -> None:
+    import tomllib
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert meta["project"]["version"] == jsclient.__version__

@@ -315,3 +315,20 @@ def test_explicit_arguments_override_the_context(
         jsclient.connect(context="nope")
     with pytest.raises(TypeError):
         jsclient.connect(context="orders", no_such_option=1)
+
+
+def test_an_unset_variable_expands_to_nothing(xdg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As the nats CLI (Go's os.ExpandEnv): set variables expand, unset ones vanish.
+    monkeypatch.setenv("JSC_SET", "/keys")
+    monkeypatch.delenv("JSC_UNSET", raising=False)
+    write_context(
+        xdg, "vars", {"creds": "${JSC_SET}/${JSC_UNSET}user.creds", "ca": "$JSC_UNSET/ca.pem"}
+    )
+    ctx = contexts.load("vars")
+    assert ctx.creds == "/keys/user.creds" and ctx.ca == "/ca.pem"
+
+
+def test_a_secret_manager_reference_is_a_context_error(xdg: Path) -> None:
+    write_context(xdg, "op", {"creds": "op://Private/nats/user.creds"})
+    with pytest.raises(errors.ContextError, match=r"'creds' is a secret manager reference \(op://"):
+        contexts.load("op")

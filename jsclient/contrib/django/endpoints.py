@@ -9,8 +9,12 @@ def charge(req):
 
 Registering only records the function; nothing connects until a worker runs
 it. Endpoints of one service name and version share one service
-(``nc.add_service``) in the worker. The decorated function is returned
-unchanged, so tests can call it.
+(``nc.add_service``) in the worker; two versions of a service may each have
+an endpoint of the same name (ADR-32), so the registry is keyed by service,
+version and endpoint name. The arguments are checked as ``add_service`` and
+``add_endpoint`` check them (the same functions), so a mistake fails at import,
+not in the worker. The decorated function is returned unchanged, so tests can
+call it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from typing import Any, TypeVar
 from django.core.exceptions import ImproperlyConfigured
 
 from jsclient.micro import Request
-from jsclient.micro._types import check_endpoint_subject, check_metadata, check_name, check_version
+from jsclient.micro._types import (
+    check_endpoint_subject,
+    check_handler,
+    check_metadata,
+    check_name,
+    check_threads,
+    check_version,
+)
 
 Handler = Callable[[Request], Any]
 F = TypeVar("F", bound=Handler)
@@ -50,8 +61,14 @@ class EndpointSpec:
 
     @property
     def key(self) -> str:
-        """``<service>.<name>``: the name ``--endpoint`` selects and the registry's key."""
+        """``<service>.<name>``: a name ``--endpoint`` selects (every version's)."""
         return f"{self.service}.{self.name}"
+
+    @property
+    def ident(self) -> str:
+        """``<service>@<version>.<name>``: the registry's key, which ``--endpoint``
+        also selects (that version's only)."""
+        return f"{self.service}@{self.version}.{self.name}"
 
     @property
     def handler_path(self) -> str:
@@ -90,14 +107,12 @@ def endpoint(
     if queue_group is not ... and queue_group is not None:
         check_endpoint_subject(queue_group, "queue group")
     meta = check_metadata(metadata, "endpoint metadata")
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    check_threads(threads)
     if description is not None and not isinstance(description, str):
         raise TypeError("description must be a str")
 
     def register(fn: F) -> F:
-        if not callable(fn):
-            raise TypeError("@endpoint decorates a function taking one request")
+        check_handler(fn)
         spec = EndpointSpec(
             service=service,
             version=version,
@@ -110,18 +125,18 @@ def endpoint(
             description=description,
         )
         with _lock:
-            old = _registry.get(spec.key)
+            old = _registry.get(spec.ident)
             # The same function registered again (its module imported twice,
             # or reloaded) replaces itself; another one under the same name
             # is a mistake.
             if old is not None and old.handler_path != spec.handler_path:
                 raise ImproperlyConfigured(
-                    f"two endpoints are named {spec.key!r}: {old.handler_path} "
+                    f"two endpoints are named {spec.ident!r}: {old.handler_path} "
                     f"and {spec.handler_path}"
                 )
             for other in _registry.values():
                 if (
-                    other.key != spec.key
+                    other.ident != spec.ident
                     and other.service == service
                     and other.version == version
                     and None not in (other.description, description)
@@ -131,34 +146,38 @@ def endpoint(
                         f"endpoints of service {service} {version} give two descriptions: "
                         f"{other.handler_path} and {spec.handler_path}"
                     )
-            _registry[spec.key] = spec
+            _registry[spec.ident] = spec
         return fn
 
     return register
 
 
 def registered_endpoints() -> dict[str, EndpointSpec]:
-    """The registered endpoints by ``<service>.<name>`` (a copy)."""
+    """The registered endpoints by ``<service>@<version>.<name>`` (a copy)."""
     with _lock:
         return dict(_registry)
 
 
 def select(names: list[str]) -> tuple[list[EndpointSpec], list[str]]:
-    """The endpoints ``names`` select (``<service>.<name>``, or a service: all its endpoints),
-    and the names that select nothing."""
+    """The endpoints ``names`` select (``<service>.<name>`` in every version,
+    ``<service>@<version>.<name>``, or a service: all its endpoints), and the
+    names that select nothing."""
     available = registered_endpoints()
     chosen: dict[str, EndpointSpec] = {}
     unknown: list[str] = []
     for n in names:
-        hits = [s for s in available.values() if n in (s.key, s.service)]
+        hits = [s for s in available.values() if n in (s.key, s.ident, s.service)]
         if not hits:
             unknown.append(n)
         for s in hits:
-            chosen[s.key] = s
+            chosen[s.ident] = s
     return list(chosen.values()), unknown
 
 
 def unregister(key: str) -> None:
-    """Forget a registered endpoint (for tests)."""
+    """Forget registered endpoints: ``<service>@<version>.<name>``, or every version
+    of ``<service>.<name>`` (for tests)."""
     with _lock:
-        _registry.pop(key, None)
+        for ident, spec in list(_registry.items()):
+            if key in (ident, spec.key):
+                del _registry[ident]

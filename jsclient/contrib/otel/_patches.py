@@ -73,7 +73,7 @@ def _client_publish(orig: Any) -> Callable[..., Any]:
         reply: str | None = None,
         headers: Any = None,
     ) -> None:
-        t = tm.ACTIVE
+        t = tm.live()
         if t is None or subject.startswith(_INTERNAL):
             return orig(self, subject, payload, reply=reply, headers=headers)  # type: ignore[no-any-return]
         if t.drops_roots and tm.root_dropped():
@@ -109,7 +109,7 @@ def _client_request(orig: Any) -> Callable[..., Any]:
         timeout: float | None = 1.0,
         headers: Any = None,
     ) -> Any:
-        if tm.ACTIVE is None:
+        if tm.live() is None:
             return orig(self, subject, payload, timeout=timeout, headers=headers)
         return send(
             self,
@@ -141,7 +141,7 @@ def _process_callback(
     shape: list[Any] = [None, None, None]
 
     def callback(msg: Any) -> Any:
-        t = tm.ACTIVE
+        t = tm.live()
         if t is None:
             return cb(msg)
         if metric_dest is not None and t.drops_roots and msg._hdr is None and tm.root_dropped():
@@ -167,7 +167,7 @@ def _client_subscribe(orig: Any) -> Callable[..., Any]:
 
 def _sub_receive(orig: Any, endpoint_cls: type | None) -> Callable[..., Any]:
     def take(self: Any, *args: Any, **kw: Any) -> Any:
-        if tm.ACTIVE is None or (endpoint_cls is not None and isinstance(self, endpoint_cls)):
+        if tm.live() is None or (endpoint_cls is not None and isinstance(self, endpoint_cls)):
             return orig(self, *args, **kw)
         client = self._client
         subject = self.subject
@@ -201,7 +201,7 @@ def _js_publish(orig: Any) -> Callable[..., Any]:
     def publish(
         self: Any, subject: str, payload: bytes = b"", *, headers: Any = None, **kw: Any
     ) -> Any:
-        if tm.ACTIVE is None:
+        if tm.live() is None:
             return orig(self, subject, payload, headers=headers, **kw)
         return send(
             self._client,
@@ -234,7 +234,7 @@ def _js_publish_async(orig: Any) -> Callable[..., Any]:
     def publish_async(
         self: Any, subject: str, payload: bytes = b"", *, headers: Any = None, **kw: Any
     ) -> Any:
-        t = tm.ACTIVE
+        t = tm.live()
         if t is None:
             return orig(self, subject, payload, headers=headers, **kw)
         if t.drops_roots and not subject.startswith(_INTERNAL) and tm.root_dropped():
@@ -267,7 +267,7 @@ def _publisher_publish_async(orig: Any) -> Callable[..., Any]:
     def publish_async(
         self: Any, subject: str, payload: bytes = b"", *, headers: Any = None, **kw: Any
     ) -> Any:
-        if tm.ACTIVE is None:
+        if tm.live() is None:
             return orig(self, subject, payload, headers=headers, **kw)
         return send(
             self._js._client,
@@ -289,7 +289,7 @@ def _publisher_publish_async(orig: Any) -> Callable[..., Any]:
 
 def _api_request(orig: Any) -> Callable[..., Any]:
     def api_request(self: Any, *args: Any, **kw: Any) -> Any:
-        if tm.ACTIVE is None:
+        if tm.live() is None:
             return orig(self, *args, **kw)
         token = INTERNAL.set(True)
         try:
@@ -449,7 +449,7 @@ def _legacy_fetch(orig: Any) -> Callable[..., Any]:
 
 def _settle(orig: Any, op_name: str) -> Callable[..., Any]:
     def ack(self: Any, *args: Any, **kw: Any) -> Any:
-        t = tm.ACTIVE
+        t = tm.live()
         if (
             t is None
             or self._ackd != 0  # settled already, or ack policy none: no span
@@ -463,7 +463,7 @@ def _settle(orig: Any, op_name: str) -> Callable[..., Any]:
 
 def _respond(orig: Any) -> Callable[..., Any]:
     def respond(self: Any, payload: bytes = b"", headers: Any = None) -> Any:
-        if tm.ACTIVE is not None and active() is not None:
+        if active() is not None:
             hdrs = guarded(tm.inject, headers)
             if hdrs is not None:
                 headers = hdrs
@@ -477,7 +477,7 @@ def _respond(orig: Any) -> Callable[..., Any]:
 
 def _serve(orig: Any) -> Callable[..., Any]:
     def serve(self: Any, msg: Any) -> Any:
-        if tm.ACTIVE is None:
+        if tm.live() is None:
             return orig(self, msg)
         return process(
             self._nc,
@@ -497,7 +497,7 @@ def _store_op(orig: Any, op_name: str, stream_of: Callable[[Any], str]) -> Calla
     """KV put/create/update and object put: one send span named after the bucket's stream."""
 
     def op(self: Any, key: str, *args: Any, **kw: Any) -> Any:
-        if tm.ACTIVE is None:
+        if tm.live() is None:
             return orig(self, key, *args, **kw)
         stream = stream_of(self)
 
@@ -571,7 +571,7 @@ def _watch(orig: Any, stream_of: Callable[[Any], str]) -> Callable[..., Any]:
 
 def _django_handle(orig: Any) -> Callable[..., Any]:
     def handle(self: Any, msg: Any) -> Any:
-        if tm.ACTIVE is None:
+        if tm.live() is None:
             return orig(self, msg)
         spec = self.spec
         return process(

@@ -141,13 +141,33 @@ class Telemetry:
         self.process_duration = meter.create_histogram(
             PROCESS_DURATION, "s", "Duration of processing one message"
         )
-        self.drops_roots = drops_roots(tracer_provider)
+        # The API's default provider (no SDK configured, or not yet): its proxy
+        # records nothing, so every span would be a non-recording root. Until an
+        # SDK provider is set, the paths take the sampled-off fast path
+        # (docs/otel.md); the first call after one is set looks again.
+        self._proxy = tracer_provider is None and _no_sdk_tracer_provider()
+        self._drops = True if self._proxy else drops_roots(tracer_provider)
+        #: Nothing to record at all: neither a tracer nor a meter provider was given
+        #: or set (the API's proxies). The wrappers then call the original at once
+        #: (see :func:`live`) until the application sets one.
+        self.idle = self._proxy and meter_provider is None and _no_sdk_meter_provider()
         # (op, subject, span dest, metric dest, server url) -> span name, span and
         # metric attributes: a publish loop on one subject builds them once.
         self._shapes: dict[tuple[Any, ...], tuple[str, dict[str, Any], dict[str, Any]]] = {}
         self._metric_shapes: dict[tuple[Any, ...], dict[str, Any]] = {}
         # (subject, inbox prefix) -> a core publish's metric attributes and its counter.
         self._publish_counts: dict[tuple[str, str], tuple[dict[str, Any], Callable[[], Any]]] = {}
+
+    @property
+    def drops_roots(self) -> bool:
+        """True when a root span would not be recorded (see :func:`drops_roots`); with
+        the API's default provider, until an SDK provider is set."""
+        if self._proxy:
+            if _no_sdk_tracer_provider():
+                return True
+            self._proxy = False
+            self._drops = drops_roots(None)
+        return self._drops
 
     def counter(self, instrument: Any, attrs: Mapping[str, Any]) -> Callable[[], Any]:
         """A function that adds one to ``instrument`` for ``attrs`` (kept per shape)."""
@@ -263,14 +283,23 @@ def _no_count() -> None:
     """The counter of a process without a meter."""
 
 
+#: The most attribute sets a :class:`Tally` keeps (the SDK's default cardinality limit).
+MAX_SERIES = 2000
+#: The attribute set the counts beyond :data:`MAX_SERIES` go to (the SDK's convention).
+OVERFLOW: tuple[tuple[str, Any], ...] = (("otel.metric.overflow", True),)
+
+
 class Tally:
     """Message counts kept here, reported by an asynchronous (observable) counter.
 
     The SDK's synchronous ``Counter.add`` costs about 2.7 µs a call, more than
     a publish; counting here is a short lock and a dict update, and the SDK
     reads the totals when it collects. Exported the same way (a cumulative
-    monotonic sum per attribute set). Keys are the attribute items, bounded as
-    the attributes are (docs/otel.md, Metrics).
+    monotonic sum per attribute set). At most :data:`MAX_SERIES` attribute sets
+    are kept, the SDK's own default cardinality limit: counts of further sets
+    (many subjects, ``orders.<id>``) go to one overflow series marked
+    ``otel.metric.overflow``, as the SDK does, so memory and each collection
+    stay bounded whatever the subjects.
     """
 
     __slots__ = ("_counts", "_fast", "_lock")
@@ -283,6 +312,8 @@ class Tally:
     def add(self, n: int, attrs: Mapping[str, Any]) -> None:
         key = tuple(attrs.items())
         with self._lock:
+            if key not in self._counts and len(self._counts) + len(self._fast) >= MAX_SERIES:
+                key = OVERFLOW
             self._counts[key] = self._counts.get(key, 0) + n
 
     def counter(self, attrs: Mapping[str, Any]) -> Callable[[], Any]:
@@ -294,7 +325,11 @@ class Tally:
         with self._lock:
             slot = self._fast.get(key)
             if slot is None:
-                slot = self._fast[key] = [itertools.count(), 0]
+                if len(self._counts) + len(self._fast) >= MAX_SERIES:
+                    key = OVERFLOW
+                    slot = self._fast.get(key)
+                if slot is None:
+                    slot = self._fast[key] = [itertools.count(), 0]
         fn: Callable[[], Any] = slot[0].__next__
         return fn
 
@@ -312,6 +347,39 @@ class Tally:
             fk = frozenset(key)
             merged[fk] = merged.get(fk, 0) + n
         return [Observation(n, dict(fk)) for fk, n in merged.items()]
+
+
+def _no_sdk_tracer_provider() -> bool:
+    """True while no tracer provider was set globally (the API hands out its proxy,
+    which records nothing). One module attribute read on the per-message paths."""
+    try:
+        return trace._TRACER_PROVIDER is None
+    except AttributeError:  # pragma: no cover - a future API: the public way
+        return isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def _no_sdk_meter_provider() -> bool:
+    """True while no meter provider was set globally (see :func:`_no_sdk_tracer_provider`)."""
+    try:
+        from opentelemetry.metrics import _internal as _metrics_internal
+
+        return _metrics_internal._METER_PROVIDER is None
+    except (ImportError, AttributeError):  # pragma: no cover - a future API: the public way
+        from opentelemetry import metrics
+
+        return type(metrics.get_meter_provider()).__name__ == "_ProxyMeterProvider"
+
+
+def live() -> Telemetry | None:
+    """The telemetry for the wrappers' first test: None when not instrumented, or
+    while nothing would be recorded (no SDK provider set: the API's defaults, the
+    common case of ``instrument()`` with no SDK configured)."""
+    t = ACTIVE
+    if t is not None and t.idle:
+        if _no_sdk_tracer_provider() and _no_sdk_meter_provider():
+            return None
+        t.idle = False  # an SDK was set since: record from now on
+    return t
 
 
 def drops_roots(tracer_provider: Any) -> bool:
@@ -365,8 +433,8 @@ def root_dropped() -> bool:
 
 
 def active() -> Telemetry | None:
-    """The telemetry, or None when not instrumented or suppressed in this context."""
-    t = ACTIVE
+    """The telemetry, or None when not instrumented, idle, or suppressed in this context."""
+    t = live()
     if t is None or INTERNAL.get() or not is_instrumentation_enabled():
         return None
     return t
@@ -374,7 +442,7 @@ def active() -> Telemetry | None:
 
 def active_in() -> tuple[Telemetry, otel_context.Context] | None:
     """``active()`` and the current context, read once (the per-message paths)."""
-    t = ACTIVE
+    t = live()
     if t is None or INTERNAL.get():
         return None
     ctx = otel_context.get_current()
