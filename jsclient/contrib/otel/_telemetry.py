@@ -18,72 +18,130 @@ context in their headers. ``INTERNAL`` marks the library's own traffic
 
 from __future__ import annotations
 
-import contextvars
 import functools
-import itertools
-import logging
-import threading
-import time
-from collections.abc import Callable, Iterable, Mapping
-from functools import lru_cache
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.trace import Link, Span, Status, StatusCode
+from opentelemetry.trace import Span
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-log = logging.getLogger("jsclient.contrib.otel")
 
-SEMCONV_VERSION = "1.44.0"
-
-# The conventions' names, spelled out: the semconv package keeps the messaging
-# ones in its unstable ``_incubating`` modules, which move between releases
-# (tests/integration/test_otel.py checks them against the installed package).
-SYSTEM = "messaging.system"
-DEST = "messaging.destination.name"
-DEST_TEMPLATE = "messaging.destination.template"
-DEST_TEMPORARY = "messaging.destination.temporary"
-OP_TYPE = "messaging.operation.type"
-OP_NAME = "messaging.operation.name"
-BODY_SIZE = "messaging.message.body.size"
-MSG_ID = "messaging.message.id"
-GROUP = "messaging.consumer.group.name"
-BATCH_COUNT = "messaging.batch.message_count"
-SERVER_ADDRESS = "server.address"
-SERVER_PORT = "server.port"
-ERROR_TYPE = "error.type"
-SENT_MESSAGES = "messaging.client.sent.messages"
-CONSUMED_MESSAGES = "messaging.client.consumed.messages"
-OPERATION_DURATION = "messaging.client.operation.duration"
-PROCESS_DURATION = "messaging.process.duration"
-# NATS-specific (nats.net has the first two).
-SUBJECT = "messaging.nats.message.subject"
-REPLY_TO = "messaging.nats.message.reply_to"
-STREAM = "messaging.nats.stream.name"
-CONSUMER = "messaging.nats.consumer.name"
-STREAM_SEQ = "messaging.nats.message.stream_sequence"
-DELIVERED = "messaging.nats.message.delivery_count"
-DUPLICATE = "messaging.nats.message.duplicate"
-
-SEND = "send"
-RECEIVE = "receive"
-PROCESS = "process"
-SETTLE = "settle"
-
-NESTED: contextvars.ContextVar[bool] = contextvars.ContextVar("jsclient_otel_nested", default=False)
-INTERNAL: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "jsclient_otel_internal", default=False
+from jsclient.contrib.otel._attrs import (
+    base_attrs,
+    extract,
+    fail,
+    guarded,
+    inbox_prefix,
+    inject,
+    internal_subject,
+    is_inbox,
+    link_of,
+    metric_attrs,
+    msg_attrs,
+    now,
+    span_name,
+    stream_of,
+)
+from jsclient.contrib.otel._metrics import MAX_SERIES, OVERFLOW, Tally, _no_count
+from jsclient.contrib.otel._names import (
+    BATCH_COUNT,
+    BODY_SIZE,
+    CONSUMED_MESSAGES,
+    CONSUMER,
+    DELIVERED,
+    DEST,
+    DEST_TEMPLATE,
+    DEST_TEMPORARY,
+    DUPLICATE,
+    ERROR_TYPE,
+    GROUP,
+    INTERNAL,
+    MSG_ID,
+    NESTED,
+    OP_NAME,
+    OP_TYPE,
+    OPERATION_DURATION,
+    PROCESS,
+    PROCESS_DURATION,
+    RECEIVE,
+    REPLY_TO,
+    SEMCONV_VERSION,
+    SEND,
+    SENT_MESSAGES,
+    SERVER_ADDRESS,
+    SERVER_PORT,
+    SETTLE,
+    STREAM,
+    STREAM_SEQ,
+    SUBJECT,
+    SYSTEM,
+    log,
 )
 
-#: Subjects of the library's own traffic: JetStream API, acks, flow control, service discovery.
-_INTERNAL_PREFIXES = ("$JS.", "$SRV.", "$SYS.")
+__all__ = [
+    "ACTIVE",
+    "BATCH_COUNT",
+    "BODY_SIZE",
+    "CONSUMED_MESSAGES",
+    "CONSUMER",
+    "DELIVERED",
+    "DEST",
+    "DEST_TEMPLATE",
+    "DEST_TEMPORARY",
+    "DUPLICATE",
+    "ERROR_TYPE",
+    "GROUP",
+    "INTERNAL",
+    "MAX_SERIES",
+    "MSG_ID",
+    "NESTED",
+    "OPERATION_DURATION",
+    "OP_NAME",
+    "OP_TYPE",
+    "OVERFLOW",
+    "PROCESS",
+    "PROCESS_DURATION",
+    "RECEIVE",
+    "REPLY_TO",
+    "SEMCONV_VERSION",
+    "SEND",
+    "SENT_MESSAGES",
+    "SERVER_ADDRESS",
+    "SERVER_PORT",
+    "SETTLE",
+    "STREAM",
+    "STREAM_SEQ",
+    "SUBJECT",
+    "SYSTEM",
+    "Tally",
+    "Telemetry",
+    "active",
+    "active_in",
+    "base_attrs",
+    "drops_roots",
+    "extract",
+    "fail",
+    "guarded",
+    "inbox_prefix",
+    "inject",
+    "internal_subject",
+    "is_inbox",
+    "link_of",
+    "live",
+    "log",
+    "metric_attrs",
+    "msg_attrs",
+    "now",
+    "root_dropped",
+    "span_name",
+    "stream_of",
+]
 
 ACTIVE: Telemetry | None = None
 
@@ -279,76 +337,6 @@ def _send_metric_dest(
     return metric_dest or (subject if span_dest is None else span_dest)
 
 
-def _no_count() -> None:
-    """The counter of a process without a meter."""
-
-
-#: The most attribute sets a :class:`Tally` keeps (the SDK's default cardinality limit).
-MAX_SERIES = 2000
-#: The attribute set the counts beyond :data:`MAX_SERIES` go to (the SDK's convention).
-OVERFLOW: tuple[tuple[str, Any], ...] = (("otel.metric.overflow", True),)
-
-
-class Tally:
-    """Message counts kept here, reported by an asynchronous (observable) counter.
-
-    The SDK's synchronous ``Counter.add`` costs about 2.7 µs a call, more than
-    a publish; counting here is a short lock and a dict update, and the SDK
-    reads the totals when it collects. Exported the same way (a cumulative
-    monotonic sum per attribute set). At most :data:`MAX_SERIES` attribute sets
-    are kept, the SDK's own default cardinality limit: counts of further sets
-    (many subjects, ``orders.<id>``) go to one overflow series marked
-    ``otel.metric.overflow``, as the SDK does, so memory and each collection
-    stay bounded whatever the subjects.
-    """
-
-    __slots__ = ("_counts", "_fast", "_lock")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts: dict[tuple[tuple[str, Any], ...], int] = {}
-        self._fast: dict[tuple[tuple[str, Any], ...], list[Any]] = {}
-
-    def add(self, n: int, attrs: Mapping[str, Any]) -> None:
-        key = tuple(attrs.items())
-        with self._lock:
-            if key not in self._counts and len(self._counts) + len(self._fast) >= MAX_SERIES:
-                key = OVERFLOW
-            self._counts[key] = self._counts.get(key, 0) + n
-
-    def counter(self, attrs: Mapping[str, Any]) -> Callable[[], Any]:
-        """A function that counts one for ``attrs``, without a lock: the per-message paths
-        keep it with the attributes' shape. It is an ``itertools.count``'s ``__next__``
-        (one C call, atomic under the GIL); ``observe`` reads it by drawing a number too
-        and subtracting the numbers drawn by earlier reads."""
-        key = tuple(attrs.items())
-        with self._lock:
-            slot = self._fast.get(key)
-            if slot is None:
-                if len(self._counts) + len(self._fast) >= MAX_SERIES:
-                    key = OVERFLOW
-                    slot = self._fast.get(key)
-                if slot is None:
-                    slot = self._fast[key] = [itertools.count(), 0]
-        fn: Callable[[], Any] = slot[0].__next__
-        return fn
-
-    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
-        with self._lock:
-            counts = list(self._counts.items())
-            for key, slot in self._fast.items():
-                drawn = next(slot[0])  # the counts, plus one per earlier read
-                n = drawn - slot[1]
-                slot[1] += 1
-                if n:
-                    counts.append((key, n))
-        merged: dict[frozenset[tuple[str, Any]], int] = {}
-        for key, n in counts:  # the same attributes in another order: one series
-            fk = frozenset(key)
-            merged[fk] = merged.get(fk, 0) + n
-        return [Observation(n, dict(fk)) for fk, n in merged.items()]
-
-
 def _no_sdk_tracer_provider() -> bool:
     """True while no tracer provider was set globally (the API hands out its proxy,
     which records nothing). One module attribute read on the per-message paths."""
@@ -452,157 +440,3 @@ def active_in() -> tuple[Telemetry, otel_context.Context] | None:
     elif ctx.get(_SUPPRESS_KEYS[0]) or ctx.get(_SUPPRESS_KEYS[1]):
         return None
     return t, ctx
-
-
-def internal_subject(client: Any, subject: str) -> bool:
-    """True for the library's own subjects: API, acks, and the client's inboxes."""
-    if subject.startswith(_INTERNAL_PREFIXES):
-        return True
-    return is_inbox(client, subject)
-
-
-def inbox_prefix(client: Any) -> str:
-    """The client's inbox prefix (``_INBOX`` for an object without options)."""
-    try:
-        prefix: str = client._opts.inbox_prefix
-    except AttributeError:
-        prefix = "_INBOX"
-    return prefix
-
-
-def is_inbox(client: Any, subject: str) -> bool:
-    return subject.startswith(inbox_prefix(client) + ".")
-
-
-@lru_cache(maxsize=64)
-def _server(url: str) -> tuple[str, int] | None:
-    try:
-        parts = urlsplit(url)
-        return (parts.hostname or "", parts.port or 4222)
-    except ValueError:
-        return None
-
-
-def base_attrs(client: Any, op_type: str, op_name: str, dest: str | None) -> dict[str, Any]:
-    """The attributes every span has; ``dest`` None for a temporary destination."""
-    attrs: dict[str, Any] = {SYSTEM: "nats", OP_TYPE: op_type, OP_NAME: op_name}
-    if dest is None:
-        attrs[DEST_TEMPORARY] = True
-    else:
-        attrs[DEST] = dest
-    try:
-        url = client.connected_url
-    except Exception:  # a forked child, a closed connection
-        url = None
-    if url:
-        server = _server(url)
-        if server is not None:
-            attrs[SERVER_ADDRESS], attrs[SERVER_PORT] = server
-    return attrs
-
-
-def metric_attrs(op_type: str, op_name: str, dest: str | None) -> dict[str, Any]:
-    """Bounded-cardinality attributes: no inboxes, no message ids, no sequences."""
-    attrs: dict[str, Any] = {SYSTEM: "nats", OP_TYPE: op_type, OP_NAME: op_name}
-    if dest is not None:
-        attrs[DEST] = dest
-    return attrs
-
-
-def span_name(op_name: str, dest: str | None) -> str:
-    return op_name if dest is None else f"{op_name} {dest}"
-
-
-def fail(span: Span, exc: BaseException, attrs: dict[str, Any] | None = None) -> None:
-    """Record ``exc`` on ``span`` (and its type in ``attrs``, the metric's attributes)."""
-    kind = type(exc).__qualname__
-    span.record_exception(exc)
-    span.set_status(Status(StatusCode.ERROR, str(exc) or kind))
-    span.set_attribute(ERROR_TYPE, kind)
-    if attrs is not None:
-        attrs[ERROR_TYPE] = kind
-
-
-def inject(headers: Mapping[str, Any] | None, span: Span | None = None) -> Any:
-    """A copy of ``headers`` with the current (or ``span``'s) trace context added.
-
-    The caller's mapping is never changed. With no valid context to send (no
-    span, or a root span dropped by the sampler) the headers come back as
-    they were, so a message without headers stays without them.
-    """
-    ctx = None
-    if span is not None:
-        if not span.is_recording() and not trace.get_current_span().get_span_context().is_valid:
-            return headers
-        ctx = trace.set_span_in_context(span)
-    elif not trace.get_current_span().get_span_context().is_valid:
-        return headers
-    carrier: dict[str, Any] = dict(headers) if headers else {}
-    propagate.inject(carrier, ctx)
-    return carrier
-
-
-def extract(msg: Any) -> otel_context.Context | None:
-    """The producer's context from a message's headers, or None."""
-    if getattr(msg, "_hdr", None) is None:
-        return None
-    try:
-        hdrs = msg.headers
-    except Exception:
-        return None
-    if not hdrs or ("traceparent" not in hdrs and "Traceparent" not in hdrs):
-        return None
-    return propagate.extract(hdrs, otel_context.Context())
-
-
-def link_of(msg: Any) -> Link | None:
-    ctx = extract(msg)
-    if ctx is None:
-        return None
-    sc = trace.get_current_span(ctx).get_span_context()
-    return Link(sc) if sc.is_valid else None
-
-
-def msg_attrs(attrs: dict[str, Any], msg: Any) -> None:
-    """Message attributes: body size, id, subject, and JetStream delivery metadata."""
-    try:
-        attrs[BODY_SIZE] = len(msg.data)
-        if msg._hdr is not None:
-            hdrs = msg.headers or {}
-            mid = hdrs.get("Nats-Msg-Id")
-            if mid:
-                attrs[MSG_ID] = mid
-        reply = msg.reply
-        if reply and reply.startswith("$JS.ACK."):
-            meta = msg.metadata
-            attrs[STREAM] = meta.stream
-            attrs[CONSUMER] = meta.consumer
-            attrs[STREAM_SEQ] = meta.sequence.stream
-            attrs[DELIVERED] = meta.num_delivered
-    except Exception:  # a malformed ack subject: the span goes without
-        log.debug("jsclient otel: no metadata for %r", msg, exc_info=True)
-
-
-def stream_of(msg: Any) -> str | None:
-    """The stream of a JetStream message (from its ack subject), else None."""
-    reply = msg.reply
-    if reply and reply.startswith("$JS.ACK."):
-        try:
-            stream: str = msg.metadata.stream
-            return stream
-        except Exception:
-            return None
-    return None
-
-
-def now() -> float:
-    return time.perf_counter()
-
-
-def guarded(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run an instrumentation step; its failure is logged, never raised to the user."""
-    try:
-        return fn(*args)
-    except Exception:
-        log.warning("jsclient otel: instrumentation step failed", exc_info=True)
-        return None
