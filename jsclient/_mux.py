@@ -28,32 +28,30 @@ from jsclient.protocol import commands
 
 
 class Waiter(Protocol):
-    """A reply waiter: ``deliver(None)`` means the connection closed."""
+    """The one notion of a reply waiter: whatever a token is registered for, and
+    the reader thread hands each reply to (``deliver(None)``: the connection
+    closed). A request's own waiter (``delivery.Reply``), a request-many's,
+    and the async-publish engine's publishes are all this; the two protocols
+    below only add what some senders read of it."""
 
     def deliver(self, msg: Any) -> None: ...
 
 
-class Positioned(Protocol):
+class Positioned(Waiter, Protocol):
     """A waiter that learns where its frame lies in the write stream
     (:mod:`jsclient.protocol.writer`): the async-publish engine's publishes."""
 
     _wlen: int  # the frame's length
     _wend: int  # the position just past it (0 until the write returned)
 
-    def deliver(self, msg: Any) -> None: ...
 
-
-class BatchRequest(Protocol):
-    """What :meth:`RequestMux.send_batch` publishes: a request that is its own waiter."""
+class BatchRequest(Positioned, Protocol):
+    """A waiter that is also the request :meth:`RequestMux.send_batch` publishes."""
 
     subject: str
     body: bytes
     _hdr: bytes | None
     _token: str | None
-    _wlen: int
-    _wend: int
-
-    def deliver(self, msg: Any) -> None: ...
 
 
 class RequestBatch:

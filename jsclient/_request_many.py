@@ -8,7 +8,7 @@ under its token inside ``deliver``, on the reader thread, before the next
 reply can be routed, so every reply of the request reaches it. Ending marks
 the waiter done and forgets the token; ``deliver`` checks the mark after
 putting itself back, so whichever of the two runs last removes the entry
-(see ``_Waiter.deliver``).
+(see ``_ManyReplies.deliver``).
 
 The iterator ends, quietly, at ``max_count`` replies, at the total
 ``timeout`` (counted from the request), when no reply came within ``stall``
@@ -71,8 +71,9 @@ class _EmptySentinel:
 EMPTY_SENTINEL: Callable[[Msg], bool] = _EmptySentinel()
 
 
-class _Waiter:
-    """The multiplexer's waiter for one request-many (and the request it sends).
+class _ManyReplies:
+    """The multiplexer's waiter (:class:`~jsclient._mux.Waiter`) for one request-many,
+    which stays registered for every reply, and the request it sends.
 
     ``subject``, ``body``, ``_hdr`` and ``_token`` are what
     :meth:`~jsclient._mux.RequestMux.send_batch` publishes; it sets ``_token``
@@ -161,7 +162,7 @@ class ReplyIterator(Iterator["Msg"]):
     def __init__(
         self,
         client: Core,
-        waiter: _Waiter,
+        waiter: _ManyReplies,
         deadline: float | None,
         stall: float | None,
         max_count: int | None,
@@ -319,7 +320,9 @@ def request_many(
     hdr = _headers.encode(headers) if headers else None
     mux = client._mux
     deadline = None if timeout is None else time.monotonic() + timeout
-    waiter = _Waiter(subject, payload, hdr, mux, deadline, pending_msgs_limit, pending_bytes_limit)
+    waiter = _ManyReplies(
+        subject, payload, hdr, mux, deadline, pending_msgs_limit, pending_bytes_limit
+    )
     failed = mux.send_batch([waiter])
     if failed:
         raise failed[0][1]
