@@ -129,6 +129,10 @@ def connect(
         retry_on_failed_connect=retry_on_failed_connect,
         **extra,
     )
+    if opts.creds or opts.nkey_seed:
+        from jsclient._io.auth import require_nkeys
+
+        require_nkeys()  # the extra's error now, not a failed handshake later
     client = Client(opts)
     client._start()
     return client

@@ -60,7 +60,6 @@ class Core(Protocol):
         self,
         subject: str,
         payload: bytes = b"",
-        *,
         reply: str | None = None,
         headers: HeadersIn | None = None,
     ) -> None: ...
@@ -68,8 +67,8 @@ class Core(Protocol):
         self,
         subject: str,
         payload: bytes = b"",
-        *,
         timeout: float | None = 1.0,
+        *,
         headers: HeadersIn | None = None,
     ) -> Any: ...
     def flush(self, timeout: float | None = 2.0) -> None: ...
@@ -77,8 +76,8 @@ class Core(Protocol):
         self,
         subject: str,
         queue: str | None = None,
-        *,
         cb: Callable[[Any], Any] | None = None,
+        *,
         max_msgs: int = 0,
         pending_msgs_limit: int = 65536,
         pending_bytes_limit: int = 64 * 1024 * 1024,
@@ -112,6 +111,8 @@ class Core(Protocol):
     def _publish_ack(self, subject: str, body: bytes) -> None: ...
     def _publish_raw(self, data: bytes, payload_len: int) -> None: ...
     def _publish_nowait(self, data: bytes, payload_len: int, msgs: int) -> None: ...
+    def _watch_sub(self, subject: str) -> None: ...
+    def _sub_refusal(self, subject: str) -> BaseException | None: ...
 
     # threads and events
     def _run_callback(self, fn: Callable[..., Any], *args: Any) -> None: ...

@@ -29,6 +29,7 @@ from jsclient.connection import (
 )
 from jsclient.contexts import jetstream_defaults
 from jsclient.msg import Msg
+from jsclient.protocol import commands
 from jsclient.protocol import headers as _headers
 from jsclient.subscription import Subscription
 
@@ -49,6 +50,9 @@ class Client(ClientState):
         self._listeners: list[Callable[[str], None]] = []
         # JetStream pull contexts (consume, messages, fetch) that drain() drains.
         self._drainables: weakref.WeakSet[Any] = weakref.WeakSet()
+        # Subjects whose SUB a caller waits to see accepted (add_endpoint): the
+        # server's refusal (-ERR Permissions Violation) is kept for it here.
+        self._watched_subs: dict[str, BaseException | None] = {}
         # The async-publish engines (publish_async, Publishers, Spark sinks):
         # force_reconnect() waits for the acks of what they wrote.
         self._engines: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -138,20 +142,25 @@ class Client(ClientState):
         self,
         subject: str,
         payload: bytes = b"",
-        *,
         reply: str | None = None,
         headers: _headers.HeadersIn | None = None,
     ) -> None:
         """Publish a message. Buffered; ``flush()`` waits until the server has it.
 
-        The write queue holds at most ``pending_size`` bytes (connect option);
-        beyond that this call writes the queue itself or waits up to
-        ``flush_timeout`` for the flusher, then raises FlushTimeoutError.
+        The arguments in nats-py's order. The write queue holds at most
+        ``pending_size`` bytes (connect option); beyond that this call writes
+        the queue itself or waits up to ``flush_timeout`` for the flusher, then
+        raises FlushTimeoutError. A payload that is not bytes-like (a ``str``)
+        is a TypeError that says so.
         """
         if reply is None and headers is None:
             # The hot path: one call looks the subject up in the (shared) subject
             # cache, encodes, checks and queues the frame.
-            rc = self._wq.pub_str(subject, payload)
+            try:
+                rc = self._wq.pub_str(subject, payload)
+            except TypeError:
+                commands.check_payload(payload)  # the reason, in words
+                raise
             if rc != _QUEUED and not self._w.queued(rc):
                 self._out.declined(subject, payload, rc)
             return
@@ -174,6 +183,14 @@ class Client(ClientState):
         """Send an already encoded PUB/HPUB (JetStream fast paths)."""
         self._w.send(data, payload_len, 1)
 
+    def _watch_sub(self, subject: str) -> None:
+        """Keep the server's refusal of a subscription to ``subject``, if it comes."""
+        self._watched_subs.setdefault(subject, None)
+
+    def _sub_refusal(self, subject: str) -> BaseException | None:
+        """Stop watching ``subject``; the refusal that came (after a flush: all of it)."""
+        return self._watched_subs.pop(subject, None)
+
     def _publish_nowait(self, data: bytes, payload_len: int, msgs: int) -> None:
         """Queue encoded frames without ever waiting for room (library timers:
         keep-alives); raises when closed or the reconnect buffer is full."""
@@ -192,8 +209,8 @@ class Client(ClientState):
         self,
         subject: str,
         queue: str | None = None,
-        *,
         cb: Callable[[Msg], Any] | None = None,
+        *,
         max_msgs: int = 0,
         pending_msgs_limit: int = 65536,
         pending_bytes_limit: int = 64 * 1024 * 1024,
@@ -254,8 +271,8 @@ class Client(ClientState):
         self,
         subject: str,
         payload: bytes = b"",
-        *,
         timeout: float | None = 1.0,
+        *,
         headers: _headers.HeadersIn | None = None,
     ) -> Msg:
         """Publish and wait for one reply over the shared response subscription.
@@ -290,6 +307,12 @@ class Client(ClientState):
             conn.on_pong()
         elif op == 4:
             exc = err_to_exception(ev[1])
+            if (
+                isinstance(exc, errors.PermissionViolationError)
+                and exc.operation == "subscription"
+                and exc.subject in self._watched_subs
+            ):
+                self._watched_subs[exc.subject] = exc  # add_endpoint raises it
             self._report_error(exc)
         elif op == 5:
             conn.on_info(ev[1])
@@ -362,6 +385,11 @@ class Client(ClientState):
 
         self._conn.check_owner()
         return JetStream(self, **jetstream_defaults(self._opts, options))
+
+    def jsm(self, **options: Any) -> JetStream:
+        """``jetstream(**options)``, under nats-py's name for its JetStream manager:
+        one jsclient context both manages and publishes."""
+        return self.jetstream(**options)
 
     # -- draining and closing -----------------------------------------------
 

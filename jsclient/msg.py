@@ -89,6 +89,11 @@ class Msg(MsgBase):
         self._hdr = _headers.encode(value) if value is not None else None
         self._size = -1
 
+    @property
+    def header(self) -> dict[str, str] | None:
+        """nats-py's name for :attr:`headers`."""
+        return self.headers
+
     def header_values(self, name: str) -> list[str]:
         """Every value of a (possibly multi-valued) header, in wire order."""
         if self._hdr is None:

@@ -232,6 +232,11 @@ class Subscription(SubState):
         except _Ended as end:
             raise end.error or errors.BadSubscriptionError("nats: subscription closed") from None
 
+    @property
+    def messages(self) -> Subscription:
+        """nats-py's ``sub.messages``: the subscription itself, iterated as ``for msg in sub``."""
+        return self
+
     def __iter__(self) -> Iterator[Msg]:
         """Messages as they come, blocking; ends when unsubscribed, drained or closed."""
         return self

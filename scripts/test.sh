@@ -149,7 +149,7 @@ setup_python() {
     fi
     venv="${JSCLIENT_VENV:-$ROOT/.venv}-$v"
     echo "Python $v ($py): venv and build"
-    stage "venv and build" env PYTHON="$py" JSCLIENT_VENV="$venv" JSCLIENT_EXTRAS=dev \
+    stage "venv and build" env PYTHON="$py" JSCLIENT_VENV="$venv" JSCLIENT_EXTRAS=dev,nkeys \
         bash scripts/setup.sh
     record "$v" ready "$venv" \
         "$("$venv/bin/python" -c 'import platform; print(platform.python_version())')" \

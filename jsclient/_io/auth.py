@@ -30,8 +30,23 @@ def read_creds(path: str) -> tuple[bytes, bytes]:
     return jwt, seed
 
 
+def require_nkeys() -> None:
+    """nkey and creds authentication sign the server's nonce with the ``nkeys``
+    package, an optional extra (it pulls pynacl and cffi): raise
+    :class:`~jsclient.errors.MissingExtraError` naming the extra when it is not
+    installed, before anything is dialled."""
+    try:
+        import nkeys  # noqa: F401
+    except ImportError as exc:
+        raise errors.MissingExtraError(
+            "nats: nkey and creds authentication need the nkeys package: "
+            "pip install 'jsclient[nkeys]'"
+        ) from exc
+
+
 def sign_nonce(seed: bytes, nonce: str) -> tuple[str, str]:
     """(public nkey, base64url signature of the nonce) for an nkey seed."""
+    require_nkeys()
     import nkeys
 
     try:
@@ -50,12 +65,13 @@ def seed_bytes(seed: str) -> bytes:
         return text.encode()
     try:
         with open(text, "rb") as f:
-            for line in f.read().splitlines():
-                line = line.strip()
-                if line.startswith(b"S") and len(line) > 50:
-                    return line
+            lines = f.read().splitlines()
     except OSError as exc:
         raise errors.InvalidUserCredentialsError(f"nats: cannot read nkey seed: {exc}") from exc
+    for line in lines:
+        line = line.strip()
+        if line.startswith(b"S") and len(line) > 50:
+            return line
     raise errors.InvalidUserCredentialsError("nats: no nkey seed found")
 
 

@@ -9,6 +9,7 @@ nothing is lost between the handshake and the reader thread.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 import time
@@ -141,6 +142,9 @@ def parse_info(text: str) -> dict[str, Any]:
     return info
 
 
+_PERMISSION = re.compile(r'permissions violation for (\w+) to "([^"]*)"', re.IGNORECASE)
+
+
 def err_to_exception(text: str) -> errors.Error:
     """The typed error for a server ``-ERR`` text."""
     low = text.lower()
@@ -151,10 +155,11 @@ def err_to_exception(text: str) -> errors.Error:
     if "maximum payload" in low:
         return errors.MaxPayloadError(f"nats: {text}")
     if low.startswith("permissions violation"):
-        # Permissions Violation for Publish to "subject" (or Subscription to ...)
-        words = text.split(None, 5)
-        op = words[3].lower() if len(words) > 3 else ""
-        subject = words[5].strip().strip('"') if len(words) > 5 else ""
+        # Permissions Violation for Publish to "subject" (or Subscription to
+        # "subject", maybe followed by: using queue "q")
+        m = _PERMISSION.match(text)
+        op = m.group(1).lower() if m else ""
+        subject = m.group(2) if m else ""
         return errors.PermissionViolationError(f"nats: {text}", op, subject)
     return errors.Error(f"nats: {text}")
 

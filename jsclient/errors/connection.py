@@ -70,6 +70,14 @@ class InvalidURLError(Error, ValueError):
     default_message = "nats: invalid server URL"
 
 
+class MissingExtraError(Error, ImportError):
+    """A feature needs an optional package that is not installed; the message names
+    the extra that installs it (``pip install 'jsclient[nkeys]'`` for nkey and creds
+    authentication). Also an ``ImportError``."""
+
+    default_message = "nats: an optional package is missing"
+
+
 class NoServersError(Error, _ne.NoServersError):
     """No server in the pool could be reached."""
 

@@ -28,6 +28,7 @@ from jsclient.api import AccountInfo, PubAck, StreamInfo
 from jsclient.jetstream._wire import (
     decode_api,
 )
+from jsclient.jetstream.compat import NatsPyCompat
 from jsclient.jetstream.kv._manage import KeyValueBuckets
 from jsclient.jetstream.manage.api_level import (
     REQUIRED_API_LEVEL,
@@ -64,12 +65,13 @@ DEFAULT_PREFIX = "$JS.API"
 _DEFAULT = object()
 
 
-class JetStream:
+class JetStream(NatsPyCompat):
     """Entry point to JetStream on one connection; get it with ``nc.jetstream()``.
 
     ``domain`` addresses another JetStream domain (API prefix ``$JS.<domain>.API``);
     ``timeout`` bounds every API request and the default ``publish`` wait.
-    Where each method's work is done: see the module docstring.
+    Where each method's work is done: see the module docstring. nats-py's names
+    (``add_stream``, ``stream_info``, ``get_msg``, ...) come from :class:`NatsPyCompat`.
     """
 
     def __init__(
@@ -204,9 +206,10 @@ class JetStream:
         """A handle on an existing stream (with fresh info); StreamNotFoundError otherwise."""
         return self._streams.stream(name)
 
-    def delete_stream(self, name: str) -> None:
-        """Delete a stream and its messages and consumers."""
+    def delete_stream(self, name: str) -> bool:
+        """Delete a stream and its messages and consumers; True (nats-py's result)."""
         self._streams.delete_stream(name)
+        return True
 
     def streams(self, subject: str | None = None) -> Iterator[StreamInfo]:
         """Info of every stream (only those listening on ``subject`` if given), page by page."""
@@ -249,9 +252,10 @@ class JetStream:
         """A handle on an existing consumer; ConsumerNotFoundError otherwise."""
         return self._consumers.consumer(stream, name)
 
-    def delete_consumer(self, stream: str, name: str) -> None:
+    def delete_consumer(self, stream: str, name: str) -> bool:
         """Delete a consumer."""
         self._consumers.delete_consumer(stream, name)
+        return True  # as nats-py's
 
     def pause_consumer(self, stream: str, name: str, until: object) -> datetime:
         """Pause a consumer (no deliveries) until ``until``: a timezone-aware datetime,
@@ -422,9 +426,11 @@ class JetStream:
         """A handle on an existing bucket; BucketNotFoundError otherwise."""
         return self._kv.key_value(bucket)
 
-    def delete_key_value(self, bucket: str) -> None:
-        """Delete a bucket and every key in it; BucketNotFoundError when there is none."""
+    def delete_key_value(self, bucket: str) -> bool:
+        """Delete a bucket and every key in it; True (nats-py's result), or
+        BucketNotFoundError when there is none."""
         self._kv.delete_key_value(bucket)
+        return True
 
     def key_value_names(self) -> Iterator[str]:
         """Names of every bucket, page by page."""
@@ -449,9 +455,11 @@ class JetStream:
         """A handle on an existing bucket; BucketNotFoundError otherwise."""
         return self._obs.object_store(bucket)
 
-    def delete_object_store(self, bucket: str) -> None:
-        """Delete a bucket and every object in it; BucketNotFoundError when there is none."""
+    def delete_object_store(self, bucket: str) -> bool:
+        """Delete a bucket and every object in it; True (nats-py's result), or
+        BucketNotFoundError when there is none."""
         self._obs.delete_object_store(bucket)
+        return True
 
     def object_store_names(self) -> Iterator[str]:
         """Names of every bucket, page by page."""

@@ -1,6 +1,7 @@
 """Services (ADR-32) on a blocking connection, and the discovery client.
 
-``nc.add_service(name, version, ...)`` makes a :class:`Service`; its
+``nc.add_service(name, version, ...)`` (or nats-py's form,
+``jsclient.micro.add_service(nc, name=..., version=...)``) makes a :class:`Service`; its
 endpoints' handlers run on handler threads (``threads=N``), never on the
 connection's reader thread. :class:`ServiceClient` pings, infos and stats
 services (any client's) over request-many; :meth:`ServiceError.check`
@@ -28,7 +29,7 @@ from jsclient.micro._types import (
 from jsclient.micro.client import ServiceClient
 from jsclient.micro.endpoint import Endpoint
 from jsclient.micro.request import Request, ServiceError
-from jsclient.micro.service import Group, Service
+from jsclient.micro.service import Group, Service, add_service
 
 __all__ = [
     "DEFAULT_API_PREFIX",
@@ -50,5 +51,6 @@ __all__ = [
     "ServiceError",
     "ServiceInfo",
     "ServiceStats",
+    "add_service",
     "control_subject",
 ]

@@ -274,7 +274,13 @@ class Service(_Adder):
     ) -> Endpoint:
         if self._stopped:
             raise errors.Error("nats: service stopped")
-        ep = Endpoint(self._nc, self._name, name, subject, queue_group, metadata, handler, threads)
+        nc = self._nc
+        nc._watch_sub(subject)  # a refusal of its SUB comes before the flush's PONG
+        try:
+            ep = Endpoint(nc, self._name, name, subject, queue_group, metadata, handler, threads)
+        except BaseException:
+            nc._sub_refusal(subject)
+            raise
         with self._lock:
             # Read under the lock stop() sets it under: either stop() copies the
             # list with this endpoint in it (and drains it), or it is seen here.
@@ -282,11 +288,28 @@ class Service(_Adder):
             if not late:
                 self._endpoints.append(ep)
         if late:
-            ep._drain(time.monotonic() + 5.0)
-            ep._join(time.monotonic() + 5.0)
+            nc._sub_refusal(subject)
+            self._drop(ep)
             raise errors.Error("nats: service stopped")
-        self._nc.flush()
+        try:
+            nc.flush()
+        finally:
+            refused = nc._sub_refusal(subject)
+        if refused is not None:
+            # The server will not deliver its requests: no endpoint that looks
+            # healthy while requesters get no responders (nats.go's rule).
+            with self._lock:
+                if ep in self._endpoints:
+                    self._endpoints.remove(ep)
+            self._drop(ep)
+            raise refused
         return ep
+
+    @staticmethod
+    def _drop(ep: Endpoint) -> None:
+        """Unsubscribe an endpoint and let its handler threads end."""
+        ep._drain(time.monotonic() + 5.0)
+        ep._join(time.monotonic() + 5.0)
 
     # -- info and statistics ----------------------------------------------------
 

@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 from dataclasses import dataclass
@@ -71,19 +72,11 @@ class TLSFiles:
 
 def make_tls_files(directory: str | os.PathLike[str]) -> TLSFiles:
     """Write a fresh CA, a server certificate for 127.0.0.1/localhost/::1 and a client
-    certificate into ``directory`` (created if missing), using ``trustme``."""
-    try:
-        import trustme
-    except ImportError as exc:
-        raise NatsServerError(
-            "make_tls_files needs the 'trustme' package: pip install trustme "
-            '(or pip install "jsclient[dev]")'
-        ) from exc
+    certificate into ``directory`` (created if missing), using ``trustme``, else the
+    ``openssl`` command (trustme's cryptography needs cffi, which free-threaded
+    Python 3.13 cannot build)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    ca = trustme.CA()
-    server = ca.issue_cert("127.0.0.1", "localhost", "::1")
-    client = ca.issue_cert("jsclient-test-client")
     files = TLSFiles(
         ca_file=str(out / "ca.pem"),
         cert_file=str(out / "server-cert.pem"),
@@ -91,6 +84,19 @@ def make_tls_files(directory: str | os.PathLike[str]) -> TLSFiles:
         client_cert_file=str(out / "client-cert.pem"),
         client_key_file=str(out / "client-key.pem"),
     )
+    try:
+        import trustme
+    except ImportError as exc:
+        if shutil.which("openssl") is None:
+            raise NatsServerError(
+                "make_tls_files needs the 'trustme' package (pip install trustme, or "
+                'pip install "jsclient[dev]") or the openssl command'
+            ) from exc
+        _openssl_tls_files(out, files)
+        return files
+    ca = trustme.CA()
+    server = ca.issue_cert("127.0.0.1", "localhost", "::1")
+    client = ca.issue_cert("jsclient-test-client")
     ca.cert_pem.write_to_path(files.ca_file)
     server.private_key_pem.write_to_path(files.key_file)
     client.private_key_pem.write_to_path(files.client_key_file)
@@ -102,6 +108,41 @@ def make_tls_files(directory: str | os.PathLike[str]) -> TLSFiles:
         for blob in client.cert_chain_pems:
             f.write(blob.bytes())
     return files
+
+
+def _openssl_tls_files(out: Path, files: TLSFiles) -> None:
+    """``make_tls_files`` with the openssl command: a CA, then a server and a client
+    certificate it signs (the server's for 127.0.0.1, localhost and ::1)."""
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=out, check=True, capture_output=True, timeout=60)
+
+    days = "3650"
+    # The extensions Python 3.13's strict verification (VERIFY_X509_STRICT) wants.
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem",
+        "-out", files.ca_file, "-days", days, "-subj", "/CN=jsclient test CA",
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "-addext", "subjectKeyIdentifier=hash")  # fmt: skip
+    leaf = (
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n"
+    )
+    for name, cn, ext in (
+        ("server", "127.0.0.1", leaf + "extendedKeyUsage=serverAuth\n"
+         "subjectAltName=IP:127.0.0.1,DNS:localhost,IP:::1"),
+        ("client", "jsclient-test-client", leaf + "extendedKeyUsage=clientAuth"),
+    ):  # fmt: skip
+        key = files.key_file if name == "server" else files.client_key_file
+        cert = files.cert_file if name == "server" else files.client_cert_file
+        (out / f"{name}.ext").write_text(ext + "\n")
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", f"{name}.csr",
+            "-subj", f"/CN={cn}")  # fmt: skip
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", files.ca_file, "-CAkey", "ca-key.pem",
+            "-CAcreateserial", "-out", cert, "-days", days, "-extfile", f"{name}.ext")  # fmt: skip
+        # The chain (leaf then CA), as trustme writes it.
+        with open(cert, "ab") as f:
+            f.write(Path(files.ca_file).read_bytes())
 
 
 def _wheel_binary() -> Path | None:

@@ -153,3 +153,27 @@ def test_two_versions_may_share_an_endpoint_name(
     assert peer.request("pay.v2.charge", b"", timeout=5).data == b"v2"
     v1.stop()
     v2.stop()
+
+
+def test_an_endpoint_the_server_refuses_to_subscribe_raises(
+    nats_server_factory: NatsServerFactory,
+) -> None:
+    srv = nats_server_factory(
+        config='authorization { users = [ { user: "svc", password: "pw", '
+        'permissions: { subscribe: { deny: ["forbidden.>"] } } } ] }'
+    )
+    reported: list[BaseException] = []
+    url = srv.url.replace("nats://", "nats://svc:pw@")
+    with jsclient.connect(url, error_cb=reported.append) as nc:
+        svc = nc.add_service("perm", "1.0.0")
+        with pytest.raises(errors.PermissionViolationError) as ei:
+            svc.add_endpoint("nope", lambda r: r.respond(b"x"), subject="forbidden.x")
+        assert ei.value.operation == "subscription" and ei.value.subject == "forbidden.x"
+        assert [e.name for e in svc.info().endpoints] == []  # not listed as healthy
+        ok = svc.add_endpoint("fine", lambda r: r.respond(b"ok"), subject="allowed.x")
+        assert ok.subject == "allowed.x"
+        assert nc.request("allowed.x", b"", timeout=5).data == b"ok"
+        # with a queue group (the server's text names it too)
+        with pytest.raises(errors.PermissionViolationError):
+            svc.add_endpoint("q", lambda r: None, subject="forbidden.q", queue_group="grp")
+        svc.stop()

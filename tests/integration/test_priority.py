@@ -107,7 +107,7 @@ def test_config_and_info_carry_the_priority_fields(js: JetStream) -> None:
     updated = js.update_consumer("JOBS", cfg, priority_timeout=45.5)
     assert updated.cached_info.config.priority_timeout == 45.5
     # Every decoder of ConsumerInfo gives the extended class.
-    bound = js.pull_subscribe_bind("JOBS", "workers")
+    bound = js.pull_subscribe_bind("workers", stream="JOBS")
     psub = js.pull_subscribe("jobs.>", "workers", stream="JOBS")
     try:
         infos = [
@@ -527,7 +527,7 @@ def test_a_stale_handle_gets_the_servers_400(nc: jsclient.Client, js: JetStream)
     assert list(batch) == []
     assert isinstance(batch.error, errors.BadPullRequestError) and batch.error.status == 400
     # A subscription bound without lookups has no info either.
-    psub = js.pull_subscribe_bind("JOBS", "workers")
+    psub = js.pull_subscribe_bind("workers", stream="JOBS")
     try:
         with pytest.raises(errors.BadPullRequestError):
             psub.fetch(1, timeout=1.0)

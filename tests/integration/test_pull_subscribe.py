@@ -349,7 +349,7 @@ def test_exceeded_max_request_batch_is_a_typed_error(js: JetStream) -> None:
 def test_exceeded_max_waiting_is_a_typed_error(js: JetStream, observe: Any) -> None:
     js.create_consumer("S", durable_name="d", ack_policy="explicit", max_waiting=1)
     first = js.pull_subscribe("s.a", "d")
-    second = js.pull_subscribe_bind("S", "d")
+    second = js.pull_subscribe_bind("d", stream="S")
     obs = observe("d")
     t = threading.Thread(target=_expect_timeout, args=(first, 2.0))
     t.start()
@@ -362,13 +362,13 @@ def test_exceeded_max_waiting_is_a_typed_error(js: JetStream, observe: Any) -> N
 
 def test_pull_on_a_push_consumer_is_a_typed_error(js: JetStream) -> None:
     js.create_consumer("S", durable_name="p", deliver_subject="push.p", ack_policy="explicit")
-    psub = js.pull_subscribe_bind("S", "p")
+    psub = js.pull_subscribe_bind("p", stream="S")
     with pytest.raises(errors.ConsumerIsPushBasedError):
         psub.fetch(1, timeout=2.0)
 
 
 def test_no_consumer_is_no_responders(js: JetStream) -> None:
-    psub = js.pull_subscribe_bind("S", "missing")
+    psub = js.pull_subscribe_bind("missing", stream="S")
     with pytest.raises(errors.NoRespondersError):
         psub.fetch(3, timeout=2.0)
 
@@ -662,7 +662,7 @@ def test_bind_makes_no_lookups(nats_server: NatsServer, js: JetStream) -> None:
     with jsclient.connect(nats_server.url) as spy:
         api = spy.subscribe("$JS.API.>")
         spy.flush()
-        psub = js.pull_subscribe_bind("S", "d")
+        psub = js.pull_subscribe_bind("d", stream="S")
         assert psub.fetch(1, timeout=2.0)[0].data == b"1"
         seen = []
         while True:

@@ -268,7 +268,7 @@ def test_token_auth(nats_server_factory: NatsServerFactory) -> None:
 def test_nkey_auth(nats_server_factory: NatsServerFactory) -> None:
     import base64
 
-    import nkeys
+    nkeys = pytest.importorskip("nkeys", reason="needs jsclient[nkeys]")
 
     seed = b"SUAMLK2ZNL35WSMW37E7UD4VZ7ELPKW7DHC3BWBSD2GCZ7IUQQXZIORRBU"
     kp = nkeys.from_seed(seed)

@@ -69,14 +69,15 @@ def test_the_demo_times_receiving_from_the_first_publish() -> None:
     assert out.returncode == 0, out.stderr
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("core pub/sub:"))
     m = re.search(
-        r"published in ([\d.]+)s .*; all received ([\d.]+)s after the first publish "
-        r"\(([\d,]+) msg/s\)",
+        r"published in ([\d.]+)s \(([\d,]+) msg/s\); all received ([\d.]+)s after the first "
+        r"publish \(([\d,]+) msg/s\)",
         line,
     )
     assert m, line
-    published, received, rate = float(m[1]), float(m[2]), int(m[3].replace(",", ""))
+    published, received = float(m[1]), float(m[3])
+    pub_rate, recv_rate = (int(m[i].replace(",", "")) for i in (2, 4))
     assert received >= published > 0
-    assert rate <= 20000 / published * 1.01  # nothing is received faster than it was sent
+    assert recv_rate <= pub_rate * 1.01  # nothing is received faster than it was sent
     assert "every sequence exactly once: True" in out.stdout
 
 

@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import nkeys
 import pytest
 
 import jsclient
@@ -22,8 +21,13 @@ from jsclient._io.options import Options
 from jsclient._io.servers import DEFAULT_PORT, ServerAddr, ServerPool
 
 
+def _nkeys() -> Any:
+    """The nkeys module, or skip the test that signs (the nkeys extra is not installed)."""
+    return pytest.importorskip("nkeys", reason="the signing tests need jsclient[nkeys]")
+
+
 def _user_seed() -> bytes:
-    return bytes(nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER))
+    return bytes(_nkeys().encode_seed(os.urandom(32), _nkeys().PREFIX_BYTE_USER))
 
 
 def _creds(jwt: str, seed: bytes) -> str:
@@ -127,7 +131,7 @@ def test_seed_bytes_inline_and_file(tmp_path: Path) -> None:
 def test_sign_nonce_verifies() -> None:
     seed = _user_seed()
     public, sig = _sign_nonce(seed, "abc-nonce")
-    kp = nkeys.from_seed(bytearray(seed))
+    kp = _nkeys().from_seed(bytearray(seed))
     assert public == kp.public_key.decode() and public.startswith("U")
     raw = base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4))
     assert "=" not in sig
@@ -135,8 +139,20 @@ def test_sign_nonce_verifies() -> None:
 
 
 def test_sign_nonce_bad_seed() -> None:
+    _nkeys()
     with pytest.raises(errors.InvalidUserCredentialsError):
         _sign_nonce(b"SUNOTAVALIDSEED", "nonce")
+
+
+def test_nkey_auth_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "nkeys", None)  # as if not installed
+    with pytest.raises(errors.MissingExtraError, match=r"jsclient\[nkeys\]") as ei:
+        jsclient.connect("nats://127.0.0.1:1", nkey_seed="SUAM" + "A" * 54)
+    assert isinstance(ei.value, ImportError)
+    with pytest.raises(errors.MissingExtraError):
+        _sign_nonce(b"SUAM", "nonce")
 
 
 # -- CONNECT options ------------------------------------------------------------------
@@ -182,7 +198,7 @@ def test_connect_options_token() -> None:
 def test_connect_options_nkey() -> None:
     seed = _user_seed()
     out = _options(nkey_seed=seed.decode())
-    kp = nkeys.from_seed(bytearray(seed))
+    kp = _nkeys().from_seed(bytearray(seed))
     assert out["nkey"] == kp.public_key.decode()
     raw = base64.urlsafe_b64decode(out["sig"] + "=" * (-len(out["sig"]) % 4))
     assert kp.verify(b"n0nce", raw)
@@ -195,7 +211,7 @@ def test_connect_options_creds(tmp_path: Path) -> None:
     out = _options(creds=str(path))
     assert out["jwt"] == "hdr.claims.sig"
     raw = base64.urlsafe_b64decode(out["sig"] + "=" * (-len(out["sig"]) % 4))
-    assert nkeys.from_seed(bytearray(seed)).verify(b"n0nce", raw)
+    assert _nkeys().from_seed(bytearray(seed)).verify(b"n0nce", raw)
     assert "nkey" not in out
 
 

@@ -2,7 +2,8 @@
 
 Each entry below is copied from api.md (``js.<entry>``). Every one must be a
 method defined on ``JetStream`` itself (no mixins: ``help(JetStream)`` and IDEs
-show it where it is), with the documented parameters in the documented order,
+show it where it is; the one base, ``NatsPyCompat``, holds only nats-py's names
+for these calls), with the documented parameters in the documented order,
 kind and default. Keyword options api.md does not name may follow (api.md leaves
 "extra keyword options" to the implementer).
 """
@@ -14,7 +15,10 @@ import inspect
 from typing import Any
 
 import pytest
+from nats.js.client import JetStreamContext
+from nats.js.manager import JetStreamManager
 
+from jsclient.jetstream.compat import NatsPyCompat
 from jsclient.jetstream.context import JetStream
 
 _PUBLISH_OPTIONS = (
@@ -43,7 +47,7 @@ API_MD = [
     "publish_async_complete(timeout=None)",
     # ## Legacy subscriptions (ADR-13, ADR-15)
     "pull_subscribe(subject, durable=None, *, stream=None, config=None, inbox_prefix=None)",
-    "pull_subscribe_bind(stream, durable)",
+    "pull_subscribe_bind(consumer=None, stream=None, *, durable=None, inbox_prefix=None)",
     "subscribe(subject, queue=None, *, cb=None, durable=None, stream=None, consumer=None,"
     " config=None, manual_ack=False, ordered_consumer=False, idle_heartbeat=None,"
     " flow_control=False, deliver_policy=None, pending_msgs_limit=65536,"
@@ -132,9 +136,15 @@ def test_publish_async_pending_is_a_property() -> None:
     assert isinstance(vars(JetStream)["publish_async_pending"], property)
 
 
-def test_jetstream_has_no_mixins() -> None:
-    # Issue 33: a reader finds every method of the context in its own class.
-    assert JetStream.__mro__ == (JetStream, object)
+def test_jetstream_has_no_mixins_but_the_nats_py_names() -> None:
+    # Issue 33: a reader finds every jsclient method of the context in its own
+    # class. The one base holds only aliases under nats-py's names (api.md,
+    # "nats-py compatibility"), none of which the context defines itself.
+    assert JetStream.__mro__ == (JetStream, NatsPyCompat, object)
+    aliases = {n for n in vars(NatsPyCompat) if not n.startswith("_")}
+    nats_py = set(dir(JetStreamManager)) | set(dir(JetStreamContext))
+    assert aliases <= nats_py, aliases - nats_py
+    assert not aliases & set(vars(JetStream))
 
 
 def test_every_public_method_is_documented_in_api_md() -> None:

@@ -29,7 +29,6 @@ def _client_publish(orig: Any) -> Callable[..., Any]:
         self: Any,
         subject: str,
         payload: bytes = b"",
-        *,
         reply: str | None = None,
         headers: Any = None,
     ) -> None:
@@ -65,8 +64,8 @@ def _client_request(orig: Any) -> Callable[..., Any]:
         self: Any,
         subject: str,
         payload: bytes = b"",
-        *,
         timeout: float | None = 1.0,
+        *,
         headers: Any = None,
     ) -> Any:
         if tm.live() is None:
@@ -116,11 +115,12 @@ def _process_callback(
 
 
 def _client_subscribe(orig: Any) -> Callable[..., Any]:
-    def subscribe(self: Any, subject: str, queue: str | None = None, **kw: Any) -> Any:
-        cb = kw.get("cb")
+    def subscribe(
+        self: Any, subject: str, queue: str | None = None, cb: Any = None, **kw: Any
+    ) -> Any:
         if cb is not None and active() is not None and not tm.internal_subject(self, subject):
-            kw["cb"] = _process_callback(self, cb, queue, subject, subject)
-        return orig(self, subject, queue, **kw)
+            cb = _process_callback(self, cb, queue, subject, subject)
+        return orig(self, subject, queue, cb, **kw)
 
     return subscribe
 

@@ -146,6 +146,13 @@ class OrderedConsumer:
         """The info of the current server-side consumer as last fetched, or None."""
         return self._cached_info
 
+    if not TYPE_CHECKING:  # nats-py's ConsumerInfo attributes, as a Consumer has them
+
+        def __getattr__(self, name: str) -> Any:
+            from jsclient.jetstream.consume.consumer import info_attribute
+
+            return info_attribute(self, name)
+
     def info(self) -> ConsumerInfo:
         """Current info of the server-side consumer."""
         resp = self._js._api_request(f"CONSUMER.INFO.{self.stream_name}.{self.name}")

@@ -226,14 +226,27 @@ class KeyValue:
         )
 
     def keys(
-        self, *filters: str, timeout: float | None = None, max_buffered_bytes: int | None = None
+        self,
+        *filters: str,
+        timeout: float | None = None,
+        max_buffered_bytes: int | None = None,
+        **kw: Any,
     ) -> list[str]:
         """Keys holding a value (deleted and purged ones left out); ``[]`` when none.
 
         ``filters`` are key wildcards (``"cfg.*"``, ``"app.>"``); default all keys.
-        TimeoutError when no key comes for ``timeout`` seconds (default: the
-        JetStream context's timeout); see :meth:`_scan`.
+        nats-py's ``filters=[...]`` keyword is taken too, as wildcards (nats-py
+        matches substrings: see the migration page). TimeoutError when no key
+        comes for ``timeout`` seconds (default: the JetStream context's
+        timeout); see :meth:`_scan`.
         """
+        named = kw.pop("filters", None)
+        if kw:
+            raise TypeError(f"keys() got unexpected keyword arguments {sorted(kw)}")
+        if named is not None:
+            if filters:
+                raise TypeError("give the filters as arguments or as filters=[...], not both")
+            filters = (named,) if isinstance(named, str) else tuple(named)
         pats = [check_filter(f) for f in filters] or [">"]
         n = len(self._pre)
         out: list[str] = []

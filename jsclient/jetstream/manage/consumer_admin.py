@@ -120,8 +120,10 @@ class ConsumerAdmin:
         config: ConsumerConfigLike | None,
         fields: dict[str, Any],
         action: str | None,
+        timeout: float | None = None,
     ) -> Consumer:
-        """``CONSUMER.CREATE`` with ``action`` "create", "update" or None (either)."""
+        """``CONSUMER.CREATE`` with ``action`` "create", "update" or None (either);
+        ``timeout`` bounds the request (default: the context's)."""
         check_stream_name(stream)
         cfg = consumer_config(config, fields)
         if cfg.name is not None:
@@ -144,7 +146,7 @@ class ConsumerAdmin:
         req: dict[str, Any] = {"stream_name": stream, "config": cfg.as_dict()}
         if action is not None:
             req["action"] = action
-        resp = self._ctx._api_request(suffix, req)
+        resp = self._ctx._api_request(suffix, req, timeout)
         return Consumer(self._ctx, stream, ConsumerInfo.from_response(resp))
 
     def consumer(self, stream: str, name: str) -> Consumer:
@@ -152,10 +154,11 @@ class ConsumerAdmin:
         check_consumer_name(name)
         return Consumer(self._ctx, stream, self.consumer_info(stream, name))
 
-    def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
-        """A consumer's info from the server (names already checked)."""
+    def consumer_info(self, stream: str, name: str, timeout: float | None = None) -> ConsumerInfo:
+        """A consumer's info from the server (names already checked); ``timeout``
+        bounds the request (default: the context's)."""
         info: ConsumerInfo = ConsumerInfo.from_response(
-            self._ctx._api_request(f"CONSUMER.INFO.{stream}.{name}")
+            self._ctx._api_request(f"CONSUMER.INFO.{stream}.{name}", None, timeout)
         )
         return info
 

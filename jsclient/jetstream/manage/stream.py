@@ -10,10 +10,20 @@ sent.
 
 ``get_batch`` and ``get_last_msgs_for`` are the batched direct gets of server
 2.11 (ADR-31, see :mod:`.direct`): iterators of the same ``RawStreamMsg``.
+
+The requests that need only the stream's name (:func:`stream_info`,
+:func:`purge`, :func:`delete_msg`, :func:`read_msg`, :func:`consumer_infos`)
+are functions here too, so that the context's nats-py names
+(:mod:`jsclient.jetstream.compat`: ``js.purge_stream(name)`` ...) make one
+request, as nats-py's do, instead of a ``STREAM.INFO`` for a handle first.
+A handle also answers nats-py's ``StreamInfo`` attributes (``config``,
+``state``, ...) from its ``cached_info``, for code that read what nats-py's
+``add_stream`` / ``update_stream`` returned.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -23,14 +33,32 @@ from jsclient.jetstream.manage import direct as _direct
 from jsclient.protocol import headers as _headers
 
 if TYPE_CHECKING:
+    from jsclient.api import ClusterInfo, StreamConfig, StreamSourceInfo, StreamState
     from jsclient.jetstream._ctx import Context
     from jsclient.jetstream.consume.consumer import Consumer
     from jsclient.jetstream.consume.ordered import OrderedConsumer
     from jsclient.jetstream.manage.names import ConsumerConfigLike
 
+#: The attributes of nats-py's ``StreamInfo`` a handle answers from its cached info.
+INFO_FIELDS = frozenset(f.name for f in dataclasses.fields(StreamInfo))
+
 
 class Stream:
-    """A stream; get one from ``js.stream(name)`` or ``js.create_stream(...)``."""
+    """A stream; get one from ``js.stream(name)`` or ``js.create_stream(...)``.
+
+    It also answers the attributes of nats-py's ``StreamInfo`` (``config``,
+    ``state``, ``cluster``, ``mirror``, ``sources``, ``created``, ...) from
+    ``cached_info``: as of when the handle was made or last refreshed by ``info()``.
+    """
+
+    if TYPE_CHECKING:  # answered by __getattr__; declared for type checkers
+        config: StreamConfig
+        state: StreamState
+        mirror: StreamSourceInfo | None
+        sources: list[StreamSourceInfo] | None
+        cluster: ClusterInfo | None
+        did_create: bool | None
+        created: datetime | None
 
     def __init__(self, js: Context, info: StreamInfo) -> None:
         self._js = js
@@ -40,6 +68,16 @@ class Stream:
     def __repr__(self) -> str:
         return f"<Stream {self.name!r}>"
 
+    if not TYPE_CHECKING:  # hidden from type checkers: they see the names above only
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached for names the handle does not have itself; vars() and
+            # not self._cached_info, which would recurse on a half-made handle.
+            info = vars(self).get("_cached_info")
+            if name in INFO_FIELDS and info is not None:
+                return getattr(info, name)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     @property
     def cached_info(self) -> StreamInfo:
         """The info from when this handle was made or last refreshed by ``info()``."""
@@ -47,8 +85,7 @@ class Stream:
 
     def info(self) -> StreamInfo:
         """Fetch the stream's current info (and keep it as ``cached_info``)."""
-        resp = self._js._api_request(f"STREAM.INFO.{self.name}")
-        self._cached_info = StreamInfo.from_response(resp)
+        self._cached_info = stream_info(self._js, self.name)
         return self._cached_info
 
     def purge(
@@ -58,19 +95,11 @@ class Stream:
 
         Returns how many were purged.
         """
-        req: dict[str, Any] = {}
-        if subject is not None:
-            req["filter"] = subject
-        if seq is not None:
-            req["seq"] = seq
-        if keep is not None:
-            req["keep"] = keep
-        resp = self._js._api_request(f"STREAM.PURGE.{self.name}", req or None)
-        return int(resp.get("purged", 0))
+        return purge(self._js, self.name, subject, seq, keep)
 
     def delete_msg(self, seq: int, *, erase: bool = False) -> None:
         """Delete message ``seq``; ``erase=True`` also overwrites its stored bytes."""
-        self._js._api_request(f"STREAM.MSG.DELETE.{self.name}", {"seq": seq, "no_erase": not erase})
+        delete_msg(self._js, self.name, seq, erase)
 
     def get_msg(
         self,
@@ -81,46 +110,13 @@ class Stream:
     ) -> RawStreamMsg:
         """Read one stored message: by sequence, the last on a subject, or the first
         on a subject at or after ``seq``. MessageNotFoundError when there is none."""
-        if last_by_subject is not None and (seq is not None or next_by_subject is not None):
-            raise ValueError("nats: last_by_subject cannot be combined with seq or next_by_subject")
-        if seq is None and last_by_subject is None and next_by_subject is None:
-            raise ValueError("nats: get_msg needs seq, last_by_subject or next_by_subject")
-        req: dict[str, Any] = {}
-        if seq is not None:
-            req["seq"] = seq
-        if last_by_subject is not None:
-            req["last_by_subj"] = last_by_subject
-        if next_by_subject is not None:
-            req["next_by_subj"] = next_by_subject
-        return self._raw(self._get(req))
+        return raw_msg(self.name, self._get(msg_request(seq, last_by_subject, next_by_subject)))
 
     def _get(self, req: dict[str, Any]) -> _direct.StoredMsg:
         """The one read of one message for this stream, the key-value bucket and
         the object store on it: by direct get when the stream allows it."""
         direct = _direct.allows_direct(self._cached_info.config)
         return _direct.get_msg(self._js, self.name, req, direct)
-
-    def _raw(self, m: _direct.StoredMsg) -> RawStreamMsg:
-        """The message as ``get_msg`` gives it: the publisher's headers alone."""
-        hdrs = m.hdr
-        stream = self.name
-        if hdrs is None:
-            user = None
-        elif m.direct:
-            stream = _direct._header_value(hdrs, _direct.STREAM_HDR) or stream
-            user = _direct.user_headers(hdrs)
-            hdrs = _headers.encode(user) if user else None
-        else:
-            user = _headers.decode(hdrs)[2]
-        return RawStreamMsg(
-            subject=m.subject,
-            seq=m.seq,
-            data=m.data,
-            hdrs=hdrs,
-            headers=(_first_values(user) or None) if user else None,
-            stream=stream,
-            time=_direct.ns_datetime(m.time) if isinstance(m.time, int) else _parse_time(m.time),
-        )
 
     # -- batched direct gets (server 2.11+) -----------------------------------
 
@@ -283,12 +279,106 @@ class Stream:
 
     def consumers(self) -> Iterator[ConsumerInfo]:
         """Info of every consumer of this stream, page by page."""
-        for item in self._js._paged(f"CONSUMER.LIST.{self.name}", "consumers", {}):
-            yield ConsumerInfo.from_response(item)
+        return consumer_infos(self._js, self.name)
 
     def consumer_names(self) -> Iterator[str]:
         """Names of every consumer of this stream, page by page."""
         yield from self._js._paged(f"CONSUMER.NAMES.{self.name}", "consumers", {})
+
+
+# -- the requests that need only the stream's name ------------------------------
+
+
+def stream_info(js: Context, name: str, subjects_filter: str | None = None) -> StreamInfo:
+    """``STREAM.INFO``; with ``subjects_filter`` (a wildcard) ``state.subjects`` maps
+    each matching subject to its message count, every page of them asked for."""
+    if subjects_filter is None:
+        info: StreamInfo = StreamInfo.from_response(js._api_request(f"STREAM.INFO.{name}"))
+        return info
+    subjects: dict[str, int] = {}
+    while True:
+        req = {"subjects_filter": subjects_filter, "offset": len(subjects)}
+        resp = js._api_request(f"STREAM.INFO.{name}", req)
+        page = (resp.get("state") or {}).get("subjects") or {}
+        subjects.update(page)
+        # The server sends at most its page limit of subjects and says how many match.
+        if not page or len(subjects) >= int(resp.get("total") or 0):
+            break
+    if isinstance(resp.get("state"), dict):
+        resp["state"]["subjects"] = subjects
+    info = StreamInfo.from_response(resp)
+    return info
+
+
+def purge(js: Context, name: str, subject: str | None, seq: int | None, keep: int | None) -> int:
+    """``STREAM.PURGE`` (all, or on ``subject``, below ``seq``, all but ``keep``);
+    how many messages went."""
+    req: dict[str, Any] = {}
+    if subject is not None:
+        req["filter"] = subject
+    if seq is not None:
+        req["seq"] = seq
+    if keep is not None:
+        req["keep"] = keep
+    resp = js._api_request(f"STREAM.PURGE.{name}", req or None)
+    return int(resp.get("purged", 0))
+
+
+def delete_msg(js: Context, name: str, seq: int, erase: bool) -> None:
+    """``STREAM.MSG.DELETE`` of message ``seq``; ``erase`` overwrites its stored bytes."""
+    js._api_request(f"STREAM.MSG.DELETE.{name}", {"seq": seq, "no_erase": not erase})
+
+
+def msg_request(
+    seq: int | None, last_by_subject: str | None, next_by_subject: str | None
+) -> dict[str, Any]:
+    """The request of a single-message get, checked (ValueError)."""
+    if last_by_subject is not None and (seq is not None or next_by_subject is not None):
+        raise ValueError("nats: last_by_subject cannot be combined with seq or next_by_subject")
+    if seq is None and last_by_subject is None and next_by_subject is None:
+        raise ValueError("nats: get_msg needs seq, last_by_subject or next_by_subject")
+    req: dict[str, Any] = {}
+    if seq is not None:
+        req["seq"] = seq
+    if last_by_subject is not None:
+        req["last_by_subj"] = last_by_subject
+    if next_by_subject is not None:
+        req["next_by_subj"] = next_by_subject
+    return req
+
+
+def read_msg(js: Context, name: str, req: dict[str, Any], direct: bool) -> RawStreamMsg:
+    """One stored message of stream ``name``: by direct get, or from the leader."""
+    return raw_msg(name, _direct.get_msg(js, name, req, direct))
+
+
+def raw_msg(name: str, m: _direct.StoredMsg) -> RawStreamMsg:
+    """A message of stream ``name`` as ``get_msg`` gives it: the publisher's headers alone."""
+    hdrs = m.hdr
+    stream = name
+    if hdrs is None:
+        user = None
+    elif m.direct:
+        stream = _direct._header_value(hdrs, _direct.STREAM_HDR) or stream
+        user = _direct.user_headers(hdrs)
+        hdrs = _headers.encode(user) if user else None
+    else:
+        user = _headers.decode(hdrs)[2]
+    return RawStreamMsg(
+        subject=m.subject,
+        seq=m.seq,
+        data=m.data,
+        hdrs=hdrs,
+        headers=(_first_values(user) or None) if user else None,
+        stream=stream,
+        time=_direct.ns_datetime(m.time) if isinstance(m.time, int) else _parse_time(m.time),
+    )
+
+
+def consumer_infos(js: Context, name: str) -> Iterator[ConsumerInfo]:
+    """Info of every consumer of stream ``name``, page by page."""
+    for item in js._paged(f"CONSUMER.LIST.{name}", "consumers", {}):
+        yield ConsumerInfo.from_response(item)
 
 
 def _first_values(multi: dict[str, list[str]]) -> dict[str, str]:

@@ -39,9 +39,14 @@ class ObjectStoreBuckets:
         self._ctx = ctx
 
     def create_object_store(
-        self, config: ObjectStoreConfigLike | None, fields: dict[str, Any]
+        self, config: ObjectStoreConfigLike | str | None, fields: dict[str, Any]
     ) -> ObjectStore:
         js = self._ctx
+        if isinstance(config, str):
+            # nats-py's form: create_object_store("files"), the bucket's name first.
+            if "bucket" in fields:
+                raise TypeError("give the bucket's name once: as the first argument or bucket=")
+            config, fields = None, {**fields, "bucket": config}
         sc = stream_config(obj_config(config, fields))
         resp = js._api_request(f"STREAM.CREATE.{sc.name}", sc.as_dict())
         return ObjectStore(js, StreamInfo.from_response(resp))

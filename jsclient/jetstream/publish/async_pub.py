@@ -100,6 +100,7 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
         payload: bytes,
         headers: bytes | None,
         ack_timeout: float | None,
+        stall_wait: float | None = None,
     ) -> PubFuture:
         if self._listener is None:
             self._listen()
@@ -117,7 +118,8 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
         if 0 < self.max_pending <= len(pending):  # window.full(), inline: once per publish
             # Back-pressure: a full window must drain to its mark, within stall_wait.
             window = self._window
-            if not window.wait_room(_mono() + self.stall_wait) and window.full():
+            stall = self.stall_wait if stall_wait is None else stall_wait  # this call's own
+            if not window.wait_room(_mono() + stall) and window.full():
                 raise errors.TooManyStalledMsgsError()
         if timeout is not None:
             ack.deadline = _mono() + timeout  # counted from joining the window

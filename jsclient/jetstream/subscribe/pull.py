@@ -357,7 +357,9 @@ def pull_subscribe(
     *,
     stream: str | None = None,
     config: ConsumerConfigLike | None = None,
-    inbox_prefix: str | None = None,
+    inbox_prefix: str | bytes | None = None,
+    pending_msgs_limit: int | None = None,
+    pending_bytes_limit: int | None = None,
 ) -> PullSubscription:
     """A pull subscription (ADR-13): ``psub.fetch(batch, timeout)`` returns messages.
 
@@ -367,7 +369,13 @@ def pull_subscribe(
     ``subject`` as its filter and ack policy explicit. Without a durable an
     ephemeral consumer is made, and deleted again by ``unsubscribe()`` or
     ``drain()``. A refusal raises a :class:`~jsclient.errors.SubscribeError`.
+
+    ``pending_msgs_limit`` and ``pending_bytes_limit`` are nats-py's, accepted
+    so that its calls run unchanged; they limit nothing: the inbox only ever
+    holds what this subscription's own fetches asked for, so it has no limit
+    and never drops a message as a slow consumer.
     """
+    _check_limits(pending_msgs_limit, pending_bytes_limit)
     user = wf.user_config(config)
     wf.check_target(subject, stream)
     name = wf.consumer_name(durable, user)
@@ -403,17 +411,57 @@ def pull_subscribe(
 
 
 def pull_subscribe_bind(
-    js: Context, stream: str, durable: str, *, inbox_prefix: str | None = None
+    js: Context,
+    consumer: str | None = None,
+    stream: str | None = None,
+    *,
+    durable: str | None = None,
+    name: str | None = None,
+    inbox_prefix: str | bytes | None = None,
+    pending_msgs_limit: int | None = None,
+    pending_bytes_limit: int | None = None,
 ) -> PullSubscription:
-    """A pull subscription to an existing pull consumer, with no lookups."""
+    """A pull subscription to the existing pull consumer ``consumer`` of ``stream``,
+    with no lookups (nothing is asked of the server until the first fetch).
+
+    The arguments are nats-py's, in its order: ``js.pull_subscribe_bind("workers",
+    "JOBS")`` binds consumer "workers" of stream "JOBS". ``durable`` and ``name``
+    are other names for ``consumer``: giving two that differ raises TypeError,
+    and a missing stream or consumer name ValueError. ``pending_msgs_limit`` and
+    ``pending_bytes_limit`` are accepted for nats-py's calls and limit nothing
+    (see :func:`pull_subscribe`).
+    """
+    names = {n for n in (consumer, durable, name) if n}
+    if len(names) > 1:
+        given = ", ".join(
+            f"{k}={v!r}"
+            for k, v in (("consumer", consumer), ("durable", durable), ("name", name))
+            if v
+        )
+        raise TypeError(f"pull_subscribe_bind: {given} name different consumers; give one")
+    if not stream:
+        raise ValueError("pull_subscribe_bind needs the stream's name (stream=)")
+    if not names:
+        raise ValueError("pull_subscribe_bind needs the consumer's name (consumer=)")
+    bound = names.pop()
+    _check_limits(pending_msgs_limit, pending_bytes_limit)
     wf.check_target(None, stream)
-    wf.consumer_name(durable, wf.user_config(None))
+    wf.consumer_name(bound, wf.user_config(None))
     sub, prefix = _inbox(js, inbox_prefix)
-    return PullSubscription(js, sub, prefix, stream, durable)
+    return PullSubscription(js, sub, prefix, stream, bound)
 
 
-def _inbox(js: Context, inbox_prefix: str | None) -> tuple[Subscription, str]:
+def _check_limits(msgs: int | None, size: int | None) -> None:
+    # nats-py's pending limits: checked as it would use them, then not needed.
+    for label, value in (("pending_msgs_limit", msgs), ("pending_bytes_limit", size)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise TypeError(f"{label} must be an int, not {type(value).__name__}")
+
+
+def _inbox(js: Context, inbox_prefix: str | bytes | None) -> tuple[Subscription, str]:
     client = js._client
+    if isinstance(inbox_prefix, bytes):  # nats-py's type for it
+        inbox_prefix = inbox_prefix.decode()
     if inbox_prefix:
         prefix = f"{inbox_prefix.rstrip('.')}.{js._new_name()}."
     else:
