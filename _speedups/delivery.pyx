@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False
+# cython: language_level=3, freethreading_compatible=True, boundscheck=False, wraparound=False
 """Cython twin of :mod:`jsclient.protocol.delivery` (the specification).
 
 Same classes, fields, function and behaviour. What differs is only how: the

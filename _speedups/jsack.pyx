@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, freethreading_compatible=True, boundscheck=False, wraparound=False, cdivision=True
 """Cython twin of :mod:`jsclient.protocol.jsack` (the specification).
 
 Same rules, results and errors; the subject is scanned in place for dots and

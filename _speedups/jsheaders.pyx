@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, freethreading_compatible=True, boundscheck=False, wraparound=False, cdivision=True
 """Cython twin of :mod:`jsclient.protocol.jsheaders` (the specification).
 
 Same names, rules and results; the header block is scanned in place

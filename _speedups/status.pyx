@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, freethreading_compatible=True, boundscheck=False, wraparound=False, cdivision=True
 """Cython twin of :mod:`jsclient.protocol.status` (the specification).
 
 Same names, rules, results and errors; the status line is read in place

@@ -9,9 +9,15 @@ Interrupt safety: ``threading.Event`` and ``threading.Condition`` enter their
 lock in Python code (``Condition.__enter__``), so an exception raised into a
 thread right there (a ``KeyboardInterrupt`` in the main thread) can leave the
 lock held for good, and every later ``set()`` blocks forever, on a library
-thread too. Whatever a user's thread may call here takes locks only with a
-``with`` on a plain lock, whose enter and exit are C calls that the
-interpreter pairs.
+thread too; ``Condition.wait`` takes its lock back in a Python function, at
+whose start an interrupt leaves it released under the waiter's ``with``.
+Whatever a user's thread may call here takes locks only with a ``with`` on a
+plain lock, whose enter and exit are C calls that the interpreter pairs, and
+waits on a waiter lock of its own that it takes the lock back after in C
+(:meth:`Signal.wait_locked`). The interpreter raises an interrupt after a
+call returns and on a loop's jump back, never before a call: so the waits'
+steps are ordered that each call's effect is undone by the ``finally`` that
+covers its return.
 
 :class:`Signal` is the library's one wait primitive, built that way: a flag
 (``set``/``clear``/``is_set``/``wait``, for Event; ``take``, the auto-reset
@@ -35,6 +41,8 @@ from typing import Any
 from jsclient import _impl
 
 log = logging.getLogger("jsclient")
+
+_allocate_lock = threading.Lock
 
 #: The longest single wait of a library loop (a handler thread, a subscription
 #: taker, a request-many iterator) before it looks at its state again: every
@@ -67,12 +75,13 @@ class Signal:
     state first and then reads no waiter lets go of nobody.
     """
 
-    __slots__ = ("_cond", "_set", "_wake", "lock", "waiting")
+    __slots__ = ("_set", "_waiters", "_wake", "lock", "waiting")
 
     def __init__(self, lock: threading.Lock | None = None) -> None:
         self.lock = threading.Lock() if lock is None else lock
-        # Entered through ``lock`` only, never ``with cond`` (see the module).
-        self._cond = threading.Condition(self.lock)
+        # The condition's waiters (under ``lock``): one held lock each, which a
+        # notify releases (not a threading.Condition: see the module).
+        self._waiters: list[threading.Lock] = []
         self.waiting = 0
         self._set = False
         # The auto-reset side: a lock used as a binary semaphore, released by
@@ -88,12 +97,19 @@ class Signal:
         """Wake every waiter to check its predicate again (any thread; not holding ``lock``)."""
         if self.waiting:
             with self.lock:
-                self._cond.notify_all()
+                self._notify_all()
 
     def notify_locked(self) -> None:
         """:meth:`notify` for a thread holding ``lock``."""
         if self.waiting:
-            self._cond.notify_all()
+            self._notify_all()
+
+    def _notify_all(self) -> None:
+        # The list is swapped first: an interrupt part-way leaves the rest to
+        # wake at the end of their slice, and no waiter is released twice.
+        waiters, self._waiters = self._waiters, []
+        for w in waiters:
+            w.release()
 
     def wait_for(self, ready: Callable[[], bool], timeout: float | None) -> bool:
         """Wait until ``ready()`` (called under ``lock``), at most ``timeout``
@@ -102,12 +118,13 @@ class Signal:
         with self.lock:
             self.waiting += 1
             try:
-                while not ready():
+                while True:  # not `while not ready()`: see tests/unit/test_interrupt_cover.py
+                    if ready():
+                        return True
                     left = _IDLE_WAIT if deadline is None else deadline - time.monotonic()
                     if left <= 0:
                         return False
-                    self._cond.wait(min(left, _IDLE_WAIT))
-                return True
+                    self._wait(min(left, _IDLE_WAIT))
             finally:
                 self.waiting -= 1
 
@@ -116,9 +133,28 @@ class Signal:
         notify, at most ``timeout`` seconds (and one slice)."""
         self.waiting += 1
         try:
-            self._cond.wait(min(timeout, _IDLE_WAIT))
+            self._wait(min(timeout, _IDLE_WAIT))
         finally:
             self.waiting -= 1
+
+    def _wait(self, timeout: float) -> None:
+        """(Holding ``lock``) let go of it, wait for a notify or ``timeout``, and
+        hold it again, whatever is raised into the thread meanwhile."""
+        waiter = _allocate_lock()
+        waiter.acquire()
+        # An interrupt at the append's return: the lock is still held (the
+        # caller's with lets go of it) and the stale waiter is released by
+        # the next notify.
+        self._waiters.append(waiter)
+        try:
+            self.lock.release()  # an interrupt at its return: the finally takes it back
+            waiter.acquire(True, timeout)
+        finally:
+            self.lock.acquire()  # first, and in C: held again before anything can raise
+            try:
+                self._waiters.remove(waiter)  # timed out or interrupted: not notified
+            except ValueError:
+                pass
 
     # -- flag ----------------------------------------------------------------------
 
@@ -130,7 +166,7 @@ class Signal:
             pass  # already set
         if self.waiting:
             with self.lock:
-                self._cond.notify_all()
+                self._notify_all()
 
     def clear(self) -> None:
         self._set = False

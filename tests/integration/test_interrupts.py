@@ -241,27 +241,42 @@ def test_window_lock_survives_interrupts_anywhere_in_a_wait() -> None:
     entered = threading.Event()
     caught = [0]
 
+    inside = threading.Event()
+    returned = threading.Event()
+    handled = threading.Semaphore(0)
+
     def loop() -> None:
+        inside.set()
         entered.set()
         while not stop.is_set():
             w.wait_below(0, time.monotonic() + 0.0005)
 
+    # The harness's own loop: an interrupt on its jump back to `try` would end
+    # the thread, so the next one is raised only once the thread is back in
+    # loop().
     def run() -> None:
-        while not stop.is_set():
+        while True:
             try:
                 loop()
+                returned.set()  # not ended by another error (a lock released twice)
+                return
             except Interrupt:
+                inside.clear()
                 caught[0] += 1
+                handled.release()
 
     t = threading.Thread(target=run, name="window-waiter", daemon=True)
     t.start()
     assert entered.wait(5)
     for _ in range(300):
         raise_in(t, Interrupt)
-        time.sleep(0.001)
+        # (Not handled within 0.2 s: CPython dropped it in a gc callback.)
+        handled.acquire(timeout=0.2)
+        assert inside.wait(5)
+        time.sleep(0.0005)
     stop.set()
     t.join(10)
-    assert not t.is_alive()
+    assert not t.is_alive() and returned.is_set()
     assert caught[0] > 0
     # Nothing is left held or registered: the owner's side does not block.
     assert w._lock.acquire(timeout=2), "an interrupt left the window's lock held"

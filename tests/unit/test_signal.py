@@ -15,6 +15,7 @@ import pytest
 from _js import eventually, raise_in
 
 from jsclient._handoff import next_item, wait_into
+from jsclient import _threads
 from jsclient._threads import Signal, Wake
 
 
@@ -102,7 +103,7 @@ def test_notify_with_no_waiter_takes_no_lock() -> None:
 def _inside(t: threading.Thread, name: str) -> bool:
     frame = sys._current_frames().get(t.ident or 0)
     while frame is not None:
-        if frame.f_code.co_name == name and frame.f_code.co_filename == threading.__file__:
+        if frame.f_code.co_name == name and frame.f_code.co_filename == _threads.__file__:
             return True
         frame = frame.f_back
     return False
@@ -111,7 +112,7 @@ def _inside(t: threading.Thread, name: str) -> bool:
 def test_a_waiter_interrupted_leaves_the_lock_free() -> None:
     s = Signal()
     t, out = _waiter(lambda: s.wait_for(lambda: False, 30))
-    eventually(lambda: _inside(t, "wait"), 5, "the waiter in Condition.wait")
+    eventually(lambda: _inside(t, "_wait"), 5, "the waiter in Signal._wait")
     time.sleep(0.1)  # into the C call that waits
     raise_in(t, Interrupt)
     s.notify()  # it runs Python code again only when woken (or at its slice's end)

@@ -134,18 +134,12 @@ def endpoint(
                     f"two endpoints are named {spec.ident!r}: {old.handler_path} "
                     f"and {spec.handler_path}"
                 )
-            for other in _registry.values():
-                if (
-                    other.ident != spec.ident
-                    and other.service == service
-                    and other.version == version
-                    and None not in (other.description, description)
-                    and other.description != description
-                ):
-                    raise ImproperlyConfigured(
-                        f"endpoints of service {service} {version} give two descriptions: "
-                        f"{other.handler_path} and {spec.handler_path}"
-                    )
+            other = _other_description(spec)
+            if other is not None:
+                raise ImproperlyConfigured(
+                    f"endpoints of service {service} {version} give two descriptions: "
+                    f"{other.handler_path} and {spec.handler_path}"
+                )
             _registry[spec.ident] = spec
         return fn
 
@@ -174,10 +168,31 @@ def select(names: list[str]) -> tuple[list[EndpointSpec], list[str]]:
     return list(chosen.values()), unknown
 
 
+def _other_description(spec: EndpointSpec) -> EndpointSpec | None:
+    """(Under ``_lock``) another endpoint of ``spec``'s service and version that
+    gives it another description. A function of its own: see _matching."""
+    for other in _registry.values():
+        if (
+            other.ident != spec.ident
+            and other.service == spec.service
+            and other.version == spec.version
+            and None not in (other.description, spec.description)
+            and other.description != spec.description
+        ):
+            return other
+    return None
+
+
+def _matching(key: str) -> list[str]:
+    """(Under ``_lock``) the idents ``key`` names. The loop is a function of
+    its own: on 3.13+ an interrupt on a loop inside a ``with`` may skip the
+    ``with``'s exit (tests/unit/test_interrupt_cover.py)."""
+    return [ident for ident, spec in _registry.items() if key in (ident, spec.key)]
+
+
 def unregister(key: str) -> None:
     """Forget registered endpoints: ``<service>@<version>.<name>``, or every version
     of ``<service>.<name>`` (for tests)."""
     with _lock:
-        for ident, spec in list(_registry.items()):
-            if key in (ident, spec.key):
-                del _registry[ident]
+        for ident in _matching(key):
+            del _registry[ident]

@@ -107,7 +107,9 @@ class ConsumeContext:
         process = self._source.process
         callback = self._callback
         try:
-            while not self._stopped:
+            while True:  # not `while not self._stopped`: see test_interrupt_cover
+                if self._stopped:
+                    break
                 if local:
                     try:
                         item = local.popleft()
@@ -269,9 +271,10 @@ class MessagesContext:
                     self._error = t.error
                     self._close()
                     raise t.error from None
-                if msg is not None:
-                    self._taken_at = _mono()
-                    return msg
+                if msg is None:
+                    continue  # a status: see test_interrupt_cover for why not `if msg is not None`
+                self._taken_at = _mono()
+                return msg
         finally:
             self._reading -= 1
 

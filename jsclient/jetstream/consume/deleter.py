@@ -121,7 +121,10 @@ class Deleter:
 
     def _run(self) -> None:
         try:
-            while (item := self._next()) is not None:
+            while True:  # the test inside: see tests/unit/test_interrupt_cover.py
+                item = self._next()
+                if item is None:
+                    break
                 js, stream, name = item
                 if not js._client.is_connected:
                     # A request would wait out its timeout; the server drops the

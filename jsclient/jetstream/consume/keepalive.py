@@ -143,8 +143,10 @@ class KeepAlive:
             held = self._held
             for msg in msgs:
                 reply = msg.reply
-                if reply and reply.startswith("$JS.ACK."):
-                    held[id(msg)] = (msg, None)
+                if not (reply and reply.startswith("$JS.ACK.")):
+                    continue
+                # Last, not under an if: see tests/unit/test_interrupt_cover.py.
+                held[id(msg)] = (msg, None)
 
     def release(self, msg: Msg) -> None:
         with self._lock:

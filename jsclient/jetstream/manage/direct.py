@@ -295,7 +295,9 @@ class DirectRead:
                     raise errors.JetStreamError(
                         f"nats: unexpected direct get answer from stream {self.stream!r}: {what}"
                     )
-                while st is None:
+                while True:  # the test inside: see tests/unit/test_interrupt_cover.py
+                    if st is not None:
+                        break
                     if left is not None:
                         left -= 1
                     if bytes_left is not None:
@@ -324,14 +326,16 @@ class DirectRead:
                     return
                 if not any_msg and not last:
                     return  # an empty page (a multi get past its last match)
-                first_page = False
-                body.pop("start_time", None)
-                body["seq"] = self.last_seq + 1
                 if self._multi:
                     upto = uint(_header_value(raw, UPTO_HDR))
                     body.pop("up_to_time", None)
                     if upto:
                         body["up_to_seq"] = upto
+                # The loop's body ends with plain statements, not an if: see
+                # tests/unit/test_interrupt_cover.py.
+                first_page = False
+                body.pop("start_time", None)
+                body["seq"] = self.last_seq + 1
         finally:
             try:
                 sub.unsubscribe()

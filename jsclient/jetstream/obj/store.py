@@ -414,7 +414,10 @@ class ObjectStore:
         stall = self._js._timeout if timeout is None else timeout
         out: list[ObjectInfo] = []
         with self.watch(ignore_deletes=ignore_deletes) as w:
-            while (info := w.next(timeout=stall)) is not None:
+            while True:  # the test inside: see tests/unit/test_interrupt_cover.py
+                info = w.next(timeout=stall)
+                if info is None:
+                    break
                 out.append(info)
         return out
 

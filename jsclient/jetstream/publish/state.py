@@ -30,6 +30,7 @@ from jsclient.jetstream.publish.flight import (
 )
 
 if TYPE_CHECKING:
+    from jsclient.api import PubAck
     from jsclient.jetstream.publish.window import Window
 
 _FAILED, _TIMED_OUT = 1, 2
@@ -124,21 +125,25 @@ class PublisherState(PublishEngine[Flight]):
             with lock:
                 # Listed before marked: an interrupt leaves no flight marked
                 # settled (which stop() skips) without its futures completing.
+                # (Each loop's body ends with a plain statement: see
+                # tests/unit/test_interrupt_cover.py.)
                 for flight in acked:
-                    if not flight._settled:  # else stop() got there first
-                        mine.append(flight)
-                        flight._settled = True
-                        pending.pop(flight, None)
+                    if flight._settled:  # stop() got there first
+                        continue
+                    mine.append(flight)
+                    flight._settled = True
+                    pending.pop(flight, None)
                 self._acked += len(mine)
                 for flight, kind in settled:
-                    if not flight._settled:
-                        failed.append((flight, kind))
-                        flight._settled = True
-                        pending.pop(flight, None)
-                        if kind == _FAILED:
-                            self._failed += 1
-                        else:
-                            self._timed_out += 1
+                    if flight._settled:
+                        continue
+                    failed.append((flight, kind))
+                    flight._settled = True
+                    if kind == _FAILED:
+                        self._failed += 1
+                    else:
+                        self._timed_out += 1
+                    pending.pop(flight, None)
                 n = len(mine) + len(failed)
                 self._settling += n
                 busy = n
@@ -294,8 +299,9 @@ class PublisherState(PublishEngine[Flight]):
             queued: list[Flight] = []
             for f, _ in victims:
                 f._settled = True
-                if f._token is not None and mux.cancel(f._token):  # a late reply finds no waiter
-                    queued.append(f)
+                if f._token is None or not mux.cancel(f._token):  # a late reply finds no waiter
+                    continue
+                queued.append(f)  # last, not an if: see tests/unit/test_interrupt_cover.py
             # What is still in the reconnect buffer or the write queue is not sent
             # after the publisher failed it.
             self._withdraw(queued)
@@ -310,16 +316,10 @@ class PublisherState(PublishEngine[Flight]):
         i = 0
         try:
             for i, (f, fut) in enumerate(victims):  # noqa: B007
-                if fut is not None:
-                    _set(fut, exc=f.error)
-                if not f._lz_done:
-                    _set(f, exc=f.error)
+                _fail(f, fut)
         finally:
             for f, fut in victims[i:]:  # an interrupt part-way: complete the rest
-                if fut is not None:
-                    _set(fut, exc=f.error)
-                if not f._lz_done:
-                    _set(f, exc=f.error)
+                _fail(f, fut)
 
     def _lost(self, flight: Flight, exc: BaseException) -> None:
         # The engine's disconnect rule took the attempt's token back (events
@@ -327,3 +327,13 @@ class PublisherState(PublishEngine[Flight]):
         # sent again; see FlightsRunner._attempt_failed).
         flight._maybe = True
         flight.deliver(exc)
+
+
+def _fail(flight: Flight, fut: _Future[PubAck] | None) -> None:
+    """Complete ``flight`` and its ack future with its error. A function of its
+    own: a loop inside a ``try`` whose body ends with an if is an interrupt past
+    the ``finally`` on 3.13+ (tests/unit/test_interrupt_cover.py)."""
+    if fut is not None:
+        _set(fut, exc=flight.error)
+    if not flight._lz_done:
+        _set(flight, exc=flight.error)

@@ -80,20 +80,24 @@ class Window:
         count = self._count
         signal = self._signal
         with self._lock:
-            signal.waiting += 1  # registered before the count is read (see released())
-            self._targets.append(target)
+            # An interrupt is raised at a call's return or a loop's jump: after
+            # the append, inside the try. The finally undoes the count first,
+            # since an interrupt at the remove's return skips what follows.
             try:
-                while count() > target:
+                signal.waiting += 1  # registered before the count is read (see released())
+                self._targets.append(target)
+                while True:  # the test inside: see tests/unit/test_interrupt_cover.py
+                    if count() <= target:
+                        return True
                     if interrupted is not None and interrupted():
                         return False
                     left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
                     if left <= 0:
                         return False
                     signal.wait_locked(min(left, WAIT_SLICE))
-                return True
             finally:
-                self._targets.remove(target)
                 signal.waiting -= 1
+                self._targets.remove(target)
 
     # -- the owner's side ----------------------------------------------------------
 

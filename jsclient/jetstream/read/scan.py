@@ -95,9 +95,10 @@ def scan(
                 yield from buf  # what came before the error, then the error
                 raise
             for item in buf:
-                yield item
                 if item[2] == 0:
+                    yield item
                     return
+                yield item  # last, not an if: see tests/unit/test_interrupt_cover.py
             buf.clear()
     finally:
         reader.close()
