@@ -33,6 +33,16 @@ JSCLIENT = {
     "jetstream": {"domain": None, "timeout": 5.0},
 }
 
+# Celery on the same server (exampleproject/celery.py, shop/tasks.py): queues
+# are JetStream streams, results a KV bucket (docs/celery.md).
+CELERY_BROKER_URL = os.environ.get("NATS_URL", "nats://127.0.0.1:4222").replace(
+    "nats://", "jetstream://"
+)
+CELERY_RESULT_BACKEND = CELERY_BROKER_URL
+CELERY_BROKER_TRANSPORT_OPTIONS = {"ack_wait": 60, "max_deliver": 5}
+CELERY_RESULT_EXPIRES = 3600
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
