@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from _js import eventually, raise_in
 
-from jsclient._handoff import next_item, wait_into
 from jsclient import _threads
+from jsclient._handoff import next_item, wait_into
 from jsclient._threads import Signal, Wake
 
 
