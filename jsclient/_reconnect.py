@@ -196,14 +196,5 @@ def force(conn: Connection) -> None:
 
 
 def force_reconnect(client: Client) -> None:
-    """Close the current connection and reconnect now (ADR-40), maybe to another server.
-
-    Subscriptions are restored and ``disconnected_cb``/``reconnected_cb`` fire
-    as for any reconnect; ``reconnect_to_server_cb`` is asked for the server.
-    Nothing published after this returns is lost: it waits in the reconnect
-    buffer for the new connection. The old socket is cut once every async
-    publish written to it has its ack (at most ``FORCE_GRACE``, 2 s), so none
-    of them fails needlessly. Raises ConnectionClosedError when closed,
-    ConnectionDrainingError while draining.
-    """
+    """The body of :meth:`jsclient.Client.force_reconnect`, documented there."""
     force(client._conn)

@@ -290,19 +290,7 @@ def request_many(
     pending_msgs_limit: int = 65536,
     pending_bytes_limit: int = 64 * 1024 * 1024,
 ) -> ReplyIterator:
-    """Publish one request and iterate over its replies (ADR-47).
-
-    The request is sent before this returns. The iterator ends quietly at
-    ``max_count`` replies, ``timeout`` seconds after the request (None: no
-    total limit; nothing is yielded after it), when a reply after the first
-    took longer than ``stall`` seconds (ignored when not below ``timeout``),
-    at the first reply for which ``sentinel(msg)`` is true (that reply is not
-    yielded; the default :data:`EMPTY_SENTINEL` is an empty payload; ``None``
-    turns it off), at no responders (503), or once the replies it holds pass
-    ``pending_msgs_limit`` or ``pending_bytes_limit`` (0: no limit), as a
-    subscription's. ``it.end_reason`` says which. A closed connection raises
-    ConnectionClosedError.
-    """
+    """The body of :meth:`jsclient.Client.request_many`, documented there."""
     if max_count is not None and max_count < 1:
         raise ValueError("max_count must be at least 1 (or None)")
     if sentinel is not None and not callable(sentinel):

@@ -15,6 +15,7 @@ from jsclient._client_state import ClientState
 from jsclient._io.options import check_open
 from jsclient._mux import RequestMux
 from jsclient._outbound import Outbound
+from jsclient._request_many import EMPTY_SENTINEL, ReplyIterator
 from jsclient._request_many import request_many as _request_many
 from jsclient._subtable import SubTable
 from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
@@ -480,5 +481,56 @@ class Client(ClientState):
             api_prefix=api_prefix,
         )
 
-    request_many = _request_many  # nc.request_many(subject, ...) -> iterator of replies
-    force_reconnect = _reconnect.force_reconnect  # nc.force_reconnect(): ADR-40
+    def request_many(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        *,
+        headers: _headers.HeadersIn | None = None,
+        timeout: float | None = 1.0,
+        max_count: int | None = None,
+        stall: float | None = None,
+        sentinel: Callable[[Msg], bool] | None = EMPTY_SENTINEL,
+        pending_msgs_limit: int = 65536,
+        pending_bytes_limit: int = 64 * 1024 * 1024,
+    ) -> ReplyIterator:
+        """Publish one request and iterate over its replies (ADR-47).
+
+        The request is sent before this returns. The iterator ends quietly at
+        ``max_count`` replies, ``timeout`` seconds after the request (None: no
+        total limit; nothing is yielded after it), when a reply after the
+        first took longer than ``stall`` seconds (ignored when not below
+        ``timeout``), at the first reply for which ``sentinel(msg)`` is true
+        (that reply is not yielded; the default :data:`EMPTY_SENTINEL` is an
+        empty payload; ``None`` turns it off), at no responders (503), or once
+        the replies it holds pass ``pending_msgs_limit`` or
+        ``pending_bytes_limit`` (0: no limit), as a subscription's.
+        ``it.end_reason`` says which. A closed connection raises
+        ConnectionClosedError.
+        """
+        return _request_many(
+            self,
+            subject,
+            payload,
+            headers=headers,
+            timeout=timeout,
+            max_count=max_count,
+            stall=stall,
+            sentinel=sentinel,
+            pending_msgs_limit=pending_msgs_limit,
+            pending_bytes_limit=pending_bytes_limit,
+        )
+
+    def force_reconnect(self) -> None:
+        """Close the current connection and reconnect now (ADR-40), maybe to another server.
+
+        Subscriptions are restored and ``disconnected_cb``/``reconnected_cb``
+        fire as for any reconnect; ``reconnect_to_server_cb`` is asked for
+        the server. Nothing published after this returns is lost: it waits in
+        the reconnect buffer for the new connection. The old socket is cut
+        once every async publish written to it has its ack (at most
+        ``FORCE_GRACE``, 2 s), so none of them fails needlessly. Raises
+        ConnectionClosedError when closed, ConnectionDrainingError while
+        draining.
+        """
+        _reconnect.force_reconnect(self)

@@ -11,8 +11,11 @@ Chromium (skipped, with the reason, where none is installed).
 from __future__ import annotations
 
 import html.parser
+import importlib
 import importlib.util
+import inspect
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -146,6 +149,52 @@ def test_internal_links_and_anchors_resolve(site: Path) -> None:
                 broken.append(f"{path.relative_to(site)}: {href} (no #{fragment})")
     assert checked > 1000, checked
     assert not broken, "broken internal links:\n  " + "\n  ".join(broken)
+
+
+def _resolve(path: str) -> object | None:
+    """The object a reference id such as ``jsclient.Client.publish`` names."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[cut:]:
+                obj = getattr(obj, name)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def test_api_reference_renders_methods_with_signature_and_docstring(site: Path) -> None:
+    """No method is shown as a bare attribute (``name = other_function``).
+
+    Such an alias renders without its signature or docstring; every callable
+    entry must be a function entry, with a signature and a docstring.
+    """
+    entry = re.compile(r'<div class="doc doc-object doc-(\w+)">\s*<h\d id="([^"]+)"')
+    as_attribute: list[str] = []
+    functions = 0
+    for path in sorted((site / "api").rglob("index.html")):
+        text = path.read_text(encoding="utf-8")
+        for kind, ident in entry.findall(text):
+            if kind == "attribute" and inspect.isroutine(_resolve(ident)):
+                as_attribute.append(f"{path.parent.name}: {ident}")
+            elif kind == "function":
+                functions += 1
+    assert functions > 200, functions
+    assert not as_attribute, "methods rendered as attributes:\n  " + "\n  ".join(as_attribute)
+    client = (site / "api" / "client" / "index.html").read_text(encoding="utf-8")
+    for name, signature_part, doc_part in (
+        ("request_many", "max_count", "iterate over its replies"),
+        ("force_reconnect", "force_reconnect</span><span", "reconnect now"),
+    ):
+        at = client.index(f'id="jsclient.Client.{name}"')
+        block = client[at : client.index('<div class="doc doc-object', at)]
+        assert "doc-signature" in block and signature_part in block, name
+        assert doc_part in block, name
 
 
 def test_performance_plots_match_their_tables(tmp_path: Path) -> None:
