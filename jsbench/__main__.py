@@ -58,6 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run the reliability scenarios (kill -9, cluster failover, network faults, "
         "soak, thread stress, fuzzing) at full size and print their figures",
     )
+    ap.add_argument(
+        "--gil-scaling",
+        action="store_true",
+        help="on a free-threaded build: the thread-scaling rows (jsclient, 1/2/4 threads), "
+        "each with PYTHON_GIL=1 and PYTHON_GIL=0 side by side (jsbench/scaling.py)",
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
     if args.impl and args.impl != _impl.IMPL:
@@ -68,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.reliability:
         return _reliability(args)
+    if args.gil_scaling:
+        return _gil_scaling(args)
     import fnmatch
 
     import jsbench as b
@@ -198,6 +206,58 @@ def _reliability(args: argparse.Namespace) -> int:
             json.dump({"impl": _impl.IMPL, "quick": args.quick, "results": results}, f, indent=1)
         print(f"wrote {args.json}")
     return 1 if any(r["problems"] for r in results) else 0
+
+
+def _gil_scaling(args: argparse.Namespace) -> int:
+    import fnmatch
+
+    import jsclient
+    from jsbench import interp, scaling
+    from jsclient.server import NatsServer
+
+    rows = scaling.scaling_workloads()
+    if args.list:
+        for w in rows:
+            print(f"{w.name:<16} {w.description}")
+        return 0
+    why = scaling.unavailable()
+    if why is not None:
+        print(why, file=sys.stderr)
+        return 2
+    if args.only:
+        rows = [w for w in rows if any(fnmatch.fnmatchcase(w.name, p) for p in args.only)]
+        if not rows:
+            print(f"no scaling row matches {args.only}; try --gil-scaling --list", file=sys.stderr)
+            return 2
+    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
+    info = interp.interpreter_info()
+    for line in interp.describe_interpreter(info):
+        print(line)
+    print(
+        f"jsclient {jsclient.__version__} (impl={_impl.IMPL}); thread scaling, "
+        f"PYTHON_GIL=1 and PYTHON_GIL=0 alternating, {repeat} round(s), medians, "
+        f"{'quick' if args.quick else 'full'} counts; {os.cpu_count()} cpu"
+    )
+
+    def progress(label: str, done: int, total: int) -> None:
+        sys.stderr.write(f"\r[{done:>3}/{total}] {label:<60}")
+        sys.stderr.flush()
+
+    timeout = args.timeout or (180.0 if args.quick else 600.0)
+    with NatsServer(jetstream=True) as srv:
+        try:
+            out = scaling.run(
+                srv.url, rows, quick=args.quick, repeat=repeat, timeout=timeout, progress=progress
+            )
+        finally:
+            sys.stderr.write("\n")
+    print()
+    print(scaling.table(out))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(scaling.to_json(out, {"interpreter": info, "repeat": repeat}))
+        print(f"wrote {args.json}")
+    return 0
 
 
 def _plot(outcomes: Sequence[Any], path: str) -> None:

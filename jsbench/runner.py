@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     out = res.as_dict()
     # Whether this process loaded jsclient's client code (only a jsclient run should).
     out["jsclient_loaded"] = "jsclient.client" in sys.modules
+    # Whether the GIL was on at the end (3.13+; a free-threaded build runs either way).
+    probe = getattr(sys, "_is_gil_enabled", None)
+    out["gil_enabled"] = True if probe is None else bool(probe())
     if args.client == "jsclient":
         from jsclient import _impl
 
@@ -124,24 +128,26 @@ def run_child(
     timeout: float = 600.0,
     impl: str | None = None,
     otel: str = "none",
+    env: Mapping[str, str] | None = None,
 ) -> tuple[Result, dict[str, Any]]:
     """Start a child for one run and return its Result (and the raw JSON).
 
     ``otel``: a jsclient child instruments itself first (jsbench/otel.py).
+    ``env``: variables to set in the child (``PYTHON_GIL``, for instance).
 
     The child runs in a session of its own; on timeout the whole group (it
     and any publisher it started) is killed.
     """
-    env = dict(os.environ)
+    child_env = {**os.environ, **(env or {})}
     if impl:
-        env["JSCLIENT_IMPL"] = impl
+        child_env["JSCLIENT_IMPL"] = impl
     proc = subprocess.Popen(
         child_command(workload, client, url, n, otel),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
-        env=env,
+        env=child_env,
         start_new_session=True,
     )
     try:

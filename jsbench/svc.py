@@ -42,7 +42,7 @@ from jsbench.svc_peer import (
     add_aio_service,
     aio_connect,
 )
-from jsbench.threads import shares
+from jsbench.threads import shares, work
 
 ECHO_SUBJECT = "bench.svc.echo"
 IO_SUBJECT = "bench.svc.io"
@@ -59,11 +59,18 @@ _WAIT = 300.0  # seconds for a whole threaded run
 
 
 def js_service(
-    url: str, n: int, size: int, io: bool = False, requesters: int = 1, threads: int = 1
+    url: str,
+    n: int,
+    size: int,
+    io: bool = False,
+    requesters: int = 1,
+    threads: int = 1,
+    cpu: bool = False,
 ) -> Result:
     """``requesters`` threads (1: this one) send ``n`` requests to an endpoint of a service
     on the same connection with ``threads`` handler threads; ``io``: each handler blocks
-    :data:`IO_WAIT` seconds before it replies."""
+    :data:`IO_WAIT` seconds before it replies; ``cpu``: each handler first does
+    :func:`jsbench.threads.work` (about 50 µs of pure Python)."""
     import jsclient
     from jsclient.micro import Request
 
@@ -73,6 +80,8 @@ def js_service(
     def handler(req: Request) -> None:
         if io:
             time.sleep(IO_WAIT)
+        if cpu:
+            work(req.data)
         req.respond(req.data)
 
     with jsclient.connect(url) as nc, nc.add_service(SERVICE, VERSION, threads=threads) as svc:

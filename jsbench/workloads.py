@@ -320,7 +320,9 @@ def workloads() -> list[Workload]:
 
 
 def by_name(name: str) -> Workload:
-    for w in workloads():
+    from jsbench.scaling import scaling_workloads  # it imports this module
+
+    for w in workloads() + scaling_workloads():
         if w.name == name:
             return w
     raise KeyError(f"no workload named {name!r}")

@@ -137,6 +137,28 @@ def _left_out() -> str | None:
     return None if once == _impl.IMPL else once
 
 
+def _gil_should_stay_off() -> bool:
+    """A free-threaded build not told ``PYTHON_GIL=1``: the GIL must stay off all run."""
+    import sysconfig
+
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED")) and (
+        os.environ.get("PYTHON_GIL") != "1"
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """On a free-threaded build, fail the run if anything it imported turned the GIL on."""
+    import sys
+
+    if _gil_should_stay_off() and sys._is_gil_enabled():
+        session.config.get_terminal_writer().line(
+            "the GIL was turned back on during this run: an extension module without "
+            "free-threading support was imported (see the RuntimeWarning above)",
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     if _once_impl() is None:
         return None

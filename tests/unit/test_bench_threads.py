@@ -53,3 +53,44 @@ def test_gil_line() -> None:
     assert interp.describe_interpreter(info)[1].endswith(f"; {info['gil']}")
     old = {k: v for k, v in info.items() if k != "gil"}  # a report written before the field
     assert interp.describe_interpreter(old)[1].endswith(info["machine"])
+
+
+def test_scaling_rows_run_jsclient_with_1_2_4_threads() -> None:
+    from jsbench import scaling
+
+    rows = {w.name: w for w in scaling.scaling_workloads()}
+    for family in ("gil-consume", "gil-publish", "gil-svc"):
+        for k in (1, 2, 4):
+            w = rows[f"{family}-{k}"]
+            assert set(w.fns) == {JSCLIENT}
+            fn = w.fns[JSCLIENT]
+            assert isinstance(fn, functools.partial) and fn.keywords["threads"] == k
+            assert by_name(w.name) is not None  # a child finds it by name
+    assert {"gil-django-1", "gil-django-2"} <= set(rows)
+
+
+def test_scaling_table_puts_gil_on_and_off_side_by_side() -> None:
+    from jsbench import scaling
+
+    rows = {w.name: w for w in scaling.scaling_workloads()}
+    out = [
+        scaling.ScalingRow(rows["gil-consume-1"], {"1": [100.0, 110.0, 90.0], "0": [100.0]}),
+        scaling.ScalingRow(rows["gil-consume-2"], {"1": [105.0], "0": [190.0]}),
+        scaling.ScalingRow(rows["gil-publish-2"], {"1": [5.0], "0": []}),
+    ]
+    lines = scaling.table(out).splitlines()
+    assert lines[0].split()[:4] == ["row", "GIL", "on", "msg/s"]
+    one, two, pub = lines[2].split(), lines[3].split(), lines[4].split()
+    assert one == ["gil-consume-1", "100", "1.00x", "100", "1.00x", "1.00x"]
+    assert two == ["gil-consume-2", "105", "1.05x", "190", "1.90x", "1.81x"]
+    assert pub == ["gil-publish-2", "5", "-", "-", "-", "-"]  # no 1-thread row, no GIL-off run
+
+
+def test_scaling_needs_a_free_threaded_build() -> None:
+    from jsbench import scaling
+
+    why = scaling.unavailable()
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        assert why is None
+    else:
+        assert why is not None and "free-threaded" in why
