@@ -115,54 +115,65 @@ def django_worker(url: str, n: int, size: int, threads: int = 1) -> Result:
 
 def scaling_workloads() -> list[Workload]:
     """The rows of the scaling table, jsclient only, in report order."""
-    P = partial
-    out: list[Workload] = []
-    for k in THREADS:
-        out.append(
-            Workload(
-                f"gil-consume-{k}",
-                f"consume() + {k} handler threads, ~50 µs of Python per message, then ack",
-                {JSCLIENT: P(threads.js_consume_threads, threads=k)},
-                40_000,
-                4_000,
-                setup=js.setup_consume,
-            )
-        )
-    for k in THREADS:
-        out.append(
-            Workload(
-                f"gil-publish-{k}",
-                f"{k} threads publish_async on one connection until the last ack",
-                {JSCLIENT: P(threads.js_publish_threads, threads=k)},
-                100_000,
-                10_000,
-                setup=js.setup_publish,
-                check=js.check_published,
-            )
-        )
-    for k in THREADS:
-        out.append(
-            Workload(
-                f"gil-svc-{k}",
+    # (family, thread counts, function, n, quick n, set-up, check, description of k)
+    families: list[tuple[str, tuple[int, ...], Any, int, int, Any, Any, Any]] = [
+        (
+            "consume",
+            THREADS,
+            threads.js_consume_threads,
+            40_000,
+            4_000,
+            js.setup_consume,
+            None,
+            lambda k: f"consume() + {k} handler threads, ~50 µs of Python per message, then ack",
+        ),
+        (
+            "publish",
+            THREADS,
+            threads.js_publish_threads,
+            100_000,
+            10_000,
+            js.setup_publish,
+            js.check_published,
+            lambda k: f"{k} threads publish_async on one connection until the last ack",
+        ),
+        (
+            "svc",
+            THREADS,
+            js_service_cpu,
+            20_000,
+            2_000,
+            None,
+            None,
+            lambda k: (
                 f"a service with {k} handler threads, ~50 µs of Python per request; "
-                f"{2 * k} requester threads",
-                {JSCLIENT: P(js_service_cpu, threads=k)},
-                20_000,
-                2_000,
-            )
+                f"{2 * k} requester threads"
+            ),
+        ),
+        (
+            "django",
+            (1, 2),
+            django_worker,
+            40_000,
+            4_000,
+            js.setup_consume,
+            None,
+            lambda k: f"the Django worker with --threads {k}, ~50 µs of Python per message",
+        ),
+    ]
+    return [
+        Workload(
+            f"gil-{family}-{k}",
+            describe(k),
+            {JSCLIENT: partial(fn, threads=k)},
+            n,
+            quick_n,
+            setup=setup,
+            check=check,
         )
-    for k in (1, 2):
-        out.append(
-            Workload(
-                f"gil-django-{k}",
-                f"the Django worker with --threads {k}, ~50 µs of Python per message",
-                {JSCLIENT: P(django_worker, threads=k)},
-                40_000,
-                4_000,
-                setup=js.setup_consume,
-            )
-        )
-    return out
+        for family, counts, fn, n, quick_n, setup, check, describe in families
+        for k in counts
+    ]
 
 
 def free_threaded() -> bool:

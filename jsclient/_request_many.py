@@ -280,15 +280,13 @@ class ReplyIterator(Iterator["Msg"]):
 def request_many(
     client: Core,
     subject: str,
-    payload: bytes = b"",
-    *,
-    headers: _headers.HeadersIn | None = None,
-    timeout: float | None = 1.0,
-    max_count: int | None = None,
-    stall: float | None = None,
-    sentinel: Callable[[Msg], bool] | None = EMPTY_SENTINEL,
-    pending_msgs_limit: int = 65536,
-    pending_bytes_limit: int = 64 * 1024 * 1024,
+    payload: bytes,
+    headers: _headers.HeadersIn | None,
+    timeout: float | None,
+    max_count: int | None,
+    stall: float | None,
+    sentinel: Callable[[Msg], bool] | None,
+    limits: tuple[int, int],
 ) -> ReplyIterator:
     """The body of :meth:`jsclient.Client.request_many`, documented there."""
     if max_count is not None and max_count < 1:
@@ -299,6 +297,7 @@ def request_many(
         timeout = 0.0
     if stall is not None and (stall <= 0 or (timeout is not None and stall >= timeout)):
         stall = None  # ADR-47: behaves as if not supplied
+    pending_msgs_limit, pending_bytes_limit = limits
     for name, limit in (
         ("pending_msgs_limit", pending_msgs_limit),
         ("pending_bytes_limit", pending_bytes_limit),

@@ -512,13 +512,12 @@ class Client(ClientState):
             self,
             subject,
             payload,
-            headers=headers,
-            timeout=timeout,
-            max_count=max_count,
-            stall=stall,
-            sentinel=sentinel,
-            pending_msgs_limit=pending_msgs_limit,
-            pending_bytes_limit=pending_bytes_limit,
+            headers,
+            timeout,
+            max_count,
+            stall,
+            sentinel,
+            (pending_msgs_limit, pending_bytes_limit),
         )
 
     def force_reconnect(self) -> None:

@@ -15,33 +15,19 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from example_env import HERE, example_project
 
 
 def main() -> int:
-    from jsclient.server import NatsServer
-
-    with tempfile.TemporaryDirectory(prefix="celery-example-") as tmp, NatsServer() as srv:
-        os.environ["NATS_URL"] = srv.url
-        os.environ["EXAMPLE_DB"] = str(Path(tmp) / "db.sqlite3")
-        os.environ["DJANGO_SETTINGS_MODULE"] = "exampleproject.settings"
-        sys.path.insert(0, str(HERE))
-        print(f"1. embedded nats-server at {srv.url}")
-
-        import django
-
-        django.setup()
+    with example_project("celery-example-") as (_url, tmp):
         from celery import group
-        from django.core.management import call_command
         from exampleproject.celery import app
         from shop.models import Order
         from shop.tasks import receipt
 
-        call_command("migrate", verbosity=0)
         orders = [Order.objects.create(item=f"book-{i}", quantity=i + 1) for i in range(3)]
         print(f"2. database migrated, {len(orders)} orders placed")
 

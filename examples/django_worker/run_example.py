@@ -17,11 +17,9 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from example_env import HERE, example_project
 
 
 def main() -> int:
@@ -29,18 +27,7 @@ def main() -> int:
     ap.add_argument("-n", "--orders", type=int, default=20, help="orders to place")
     args = ap.parse_args()
 
-    from jsclient.server import NatsServer
-
-    with tempfile.TemporaryDirectory(prefix="django-worker-example-") as tmp, NatsServer() as srv:
-        os.environ["NATS_URL"] = srv.url
-        os.environ["EXAMPLE_DB"] = str(Path(tmp) / "db.sqlite3")
-        os.environ["DJANGO_SETTINGS_MODULE"] = "exampleproject.settings"
-        sys.path.insert(0, str(HERE))
-        print(f"1. embedded nats-server at {srv.url}")
-
-        import django
-
-        django.setup()
+    with example_project("django-worker-example-") as (_url, _tmp):
         from django.core.management import call_command
         from django.db import transaction
         from django.test import Client
@@ -48,7 +35,6 @@ def main() -> int:
 
         from jsclient.contrib.django import close_connection, get_jetstream, publish_on_commit
 
-        call_command("migrate", verbosity=0)
         call_command("setup_streams")
         print("2. database migrated, stream ORDERS created")
 

@@ -54,8 +54,9 @@ class ServiceClient:
         if max_count is None and id is not None:
             max_count = 1
         out: list[T] = []
+        limits = (65536, 64 * 1024 * 1024)  # a subscription's defaults
         for msg in request_many(
-            self._nc, subject, timeout=timeout, max_count=max_count, sentinel=None
+            self._nc, subject, b"", None, timeout, max_count, None, None, limits
         ):
             try:
                 d = json.loads(msg.data)

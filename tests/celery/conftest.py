@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +28,9 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import celeryapp  # noqa: E402
+from _js import eventually  # noqa: E402
 
 pytest.importorskip("celery")
-
-
-def wait_until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``cond`` until true (its value) or fail after ``timeout`` s naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 class Worker:
@@ -96,7 +86,7 @@ class Worker:
 
     def wait_ready(self, timeout: float = 30.0) -> Worker:
         """Wait for Celery's ``ready.`` line (the consumers are up)."""
-        wait_until(
+        eventually(
             lambda: " ready." in self.log() or self.proc.poll() is not None,
             timeout,
             f"worker {self.name} to start",
@@ -190,4 +180,14 @@ def close_app(app: Any) -> None:
     jsclient.contrib.celery.close_connections()
 
 
-__all__ = ["Worker", "celery_cli", "celeryapp", "close_app", "wait_until"]
+@contextmanager
+def app_at(url: str) -> Iterator[Any]:
+    """A producer app on the server at ``url``, closed after."""
+    a = celeryapp.make_app(url)
+    try:
+        yield a
+    finally:
+        close_app(a)
+
+
+__all__ = ["Worker", "app_at", "celery_cli", "celeryapp", "close_app", "eventually"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from celery import chord, group
-from conftest import Worker, celery_cli, celeryapp, close_app, wait_until
+from conftest import Worker, app_at, celery_cli, celeryapp, eventually
 
 from jsclient.server import NatsServer
 
@@ -73,11 +73,8 @@ def running(
 
 @pytest.fixture(scope="module")
 def app(server: NatsServer) -> Iterator[Any]:
-    a = celeryapp.make_app(server.url)
-    try:
+    with app_at(server.url) as a:
         yield a
-    finally:
-        close_app(a)
 
 
 def test_countdown_and_eta_run_no_earlier(app: Any, running: dict[str, Worker]) -> None:
@@ -170,7 +167,7 @@ def test_control_shutdown_stops_a_worker(server: NatsServer, running: dict[str, 
     wb = running["wb"]
     # A worker does not answer shutdown (it stops), so the command reports no reply.
     celery_cli(server, "control", "shutdown", "-d", f"wb@{_host(wb)}", "-t", "1")
-    wait_until(lambda: wb.proc.poll() is not None, 20, "wb to shut down")
+    eventually(lambda: wb.proc.poll() is not None, 20, "wb to shut down")
     assert wb.proc.returncode == 0, wb.log()[-2000:]
 
 

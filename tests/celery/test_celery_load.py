@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import Worker, celeryapp, close_app
+from conftest import Worker, app_at
 
 from jsclient.server import NatsServer
 
@@ -15,11 +15,8 @@ N = 1000
 
 @pytest.fixture
 def app(server: NatsServer) -> Iterator[Any]:
-    a = celeryapp.make_app(server.url)
-    try:
+    with app_at(server.url) as a:
         yield a
-    finally:
-        close_app(a)
 
 
 @pytest.mark.parametrize("pool", ["prefork", "threads"])

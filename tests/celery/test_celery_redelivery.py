@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Worker, celeryapp, close_app, wait_until
+from conftest import Worker, celeryapp, close_app, eventually
 
 from jsclient.server import NatsServer
 
@@ -53,7 +53,7 @@ def test_acks_late_task_of_a_killed_worker_runs_again_elsewhere_once(
         "victim", "-P", "prefork", "-c", "1", ack_wait=ACK_WAIT, records=records
     ).wait_ready()
     r = app.tasks["jsc.slow"].delay("k1", 1.5)
-    wait_until(lambda: _lines(records, "start", "k1"), 15, "the task to start")
+    eventually(lambda: _lines(records, "start", "k1"), 15, "the task to start")
     first.kill()  # SIGKILL, pool included: the message is neither acked nor nak'd
     assert not _lines(records, "done", "k1")
     workers("rescuer", "-P", "threads", "-c", "2", ack_wait=ACK_WAIT, records=records)
@@ -95,7 +95,7 @@ def test_worker_restarted_mid_stream_loses_and_duplicates_nothing(
 
     producer = threading.Thread(target=produce, name="test-producer")
     producer.start()
-    wait_until(lambda: len(celeryapp.records(records)) >= 50, 20, "the first tasks to run")
+    eventually(lambda: len(celeryapp.records(records)) >= 50, 20, "the first tasks to run")
     assert len(results) < n  # still producing: mid-stream
     assert w.stop() == 0  # warm shutdown: what it holds and has not started is nak'd
     workers("restart", "-P", "threads", "-c", "4", ack_wait=ACK_WAIT, records=records)

@@ -15,7 +15,7 @@ from typing import Any
 
 import kombu
 import pytest
-from conftest import wait_until
+from conftest import eventually
 from kombu import Connection, Exchange, Queue
 
 import jsclient
@@ -79,7 +79,7 @@ def test_prefetch_count_bounds_what_is_pulled_and_acks_free_it(conn: Connection)
         auto_ack.append(True)
         for m in got[1:]:
             m.ack()
-        wait_until(lambda: _drain(conn, 0.3) or len(got) == 10, 10, "the rest")
+        eventually(lambda: _drain(conn, 0.3) or len(got) == 10, 10, "the rest")
     ch.close()
     assert q(conn.default_channel).queue_declare(passive=True).message_count == 0
 
@@ -93,14 +93,14 @@ def test_requeue_is_nak_reject_is_term_and_held_messages_stay_past_ack_wait(
     ch = conn.channel()
     ch.basic_qos(0, 10, False)
     with kombu.Consumer(ch, [q], callbacks=[lambda b, m: seen.append((b["i"], m))]):
-        wait_until(lambda: _drain(conn, 0.2) or len(seen) == 2, 10, "two messages")
+        eventually(lambda: _drain(conn, 0.2) or len(seen) == 2, 10, "two messages")
         time.sleep(2.5)  # ack_wait is 1 s: held, so kept alive, not redelivered
         _drain(conn, 0.3)
         assert len(seen) == 2
         by_i = dict(seen)
         by_i[0].requeue()  # NAK: back at once
         by_i[1].reject()  # TERM: gone
-        wait_until(lambda: _drain(conn, 0.2) or len(seen) == 3, 10, "the requeued one")
+        eventually(lambda: _drain(conn, 0.2) or len(seen) == 3, 10, "the requeued one")
         assert seen[2][0] == 0 and seen[2][1].delivery_info is not None
         seen[2][1].ack()
         _drain(conn, 1.5)
@@ -116,13 +116,13 @@ def test_held_messages_are_nakd_when_the_connection_closes(server: NatsServer) -
     ch = first.channel()
     ch.basic_qos(0, 10, False)
     kombu.Consumer(ch, [q], callbacks=[lambda b, m: got.append(b)]).consume()
-    wait_until(lambda: _drain(first, 0.2) or len(got) == 3, 10, "three messages")
+    eventually(lambda: _drain(first, 0.2) or len(got) == 3, 10, "three messages")
     first.release()  # held, not acked: nak'd, so another worker gets them now, not in 30 s
     second = _conn(server, ack_wait=30.0)
     again: list[Any] = []
     ch2 = second.channel()
     with kombu.Consumer(ch2, [q], callbacks=[lambda b, m: (again.append(b), m.ack())]):
-        wait_until(lambda: _drain(second, 0.2) or len(again) == 3, 5, "the redeliveries")
+        eventually(lambda: _drain(second, 0.2) or len(again) == 3, 5, "the redeliveries")
     second.release()
 
 
@@ -156,7 +156,7 @@ def test_broadcast_reaches_every_connection_over_core_nats(server: NatsServer) -
         with conns[0].Producer() as p:
             p.publish({"hello": 1}, exchange=ex, declare=[ex])
         for k, c in enumerate(conns):
-            wait_until(lambda c=c, k=k: _drain(c, 0.2) or got[k], 5, f"connection {k}")
+            eventually(lambda c=c, k=k: _drain(c, 0.2) or got[k], 5, f"connection {k}")
         assert got == [[{"hello": 1}], [{"hello": 1}]]
         with jsclient.connect(server.url) as nc:  # no stream for broadcast queues
             assert not [n for n in nc.jetstream().stream_names() if "bcast" in n]

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+from _js import wait_for
 
 import jsclient
 from jsclient import errors
@@ -26,15 +27,6 @@ pytestmark = pytest.mark.timeout(60)
 def peer(nats_server: Any) -> Any:
     with jsclient.connect(nats_server.url) as c:
         yield c
-
-
-def _wait(cond: Any, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 @pytest.mark.parametrize("why", ["too large", "bad header"])
@@ -64,9 +56,9 @@ def test_a_reply_that_cannot_be_sent_is_answered_500(
         assert ei.value.code == 500
         kind = "MaxPayloadError" if why == "too large" else "BadHeaderError"
         assert kind in ei.value.description
-        assert _wait(lambda: raised)  # raised to the handler after the 500 left
+        assert wait_for(lambda: raised)  # raised to the handler after the 500 left
         assert [type(e).__name__ for e in raised] == [kind]
-        assert _wait(lambda: svc.stats().endpoints[0].num_requests == 1)
+        assert wait_for(lambda: svc.stats().endpoints[0].num_requests == 1)
         st = svc.stats().endpoints[0]
         assert st.num_errors == 1 and st.last_error.startswith(f"500:{kind}")
 
@@ -105,7 +97,7 @@ def test_stats_change_together_when_the_handler_returns(
     assert (st.num_requests, st.processing_time, st.average_processing_time) == (0, 0, 0)
     svc.reset()
     release.set()
-    assert _wait(lambda: svc.stats().endpoints[0].num_requests == 4)
+    assert wait_for(lambda: svc.stats().endpoints[0].num_requests == 4)
     st = svc.stats().endpoints[0]
     assert st.processing_time > 0 and st.average_processing_time == st.processing_time // 4
     svc.reset()

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from _js import wait_for
 
 import jsclient
 from jsclient import errors
@@ -226,7 +227,7 @@ def test_a_reader_that_stops_reading_holds_a_bounded_number(nc: Client, peer: Cl
     assert first.data
     # The caller stops reading; the replies keep coming: at most 1000 are held,
     # then the request stops listening.
-    assert _eventually(lambda: it._waiter.done)
+    assert wait_for(lambda: it._waiter.done)
     assert it._waiter.q.qsize() <= 1000
     rest = list(it)
     assert 900 <= len(rest) <= 1000 and it.end_reason == "slow_consumer"
@@ -237,7 +238,7 @@ def test_the_byte_bound_holds_too(nc: Client, peer: Client) -> None:
     _flood(peer, "flood.b", 2_000, size=1024)
     it = nc.request_many("flood.b", timeout=10.0, pending_bytes_limit=64 * 1024)
     next(it)
-    assert _eventually(lambda: it._waiter.done)
+    assert wait_for(lambda: it._waiter.done)
     assert it._waiter.held_bytes <= 64 * 1024
     list(it)
     assert it.end_reason == "slow_consumer"
@@ -254,14 +255,5 @@ def test_nothing_is_yielded_after_the_timeout(nc: Client, peer: Client) -> None:
 def test_the_request_stops_listening_at_its_deadline_unread(nc: Client, peer: Client) -> None:
     _flood(peer, "late.b", 10)
     it = nc.request_many("late.b", timeout=0.3)
-    assert _eventually(lambda: len(nc._mux) == 0, 3.0)  # the timer forgot the token
+    assert wait_for(lambda: len(nc._mux) == 0, 3.0)  # the timer forgot the token
     del it
-
-
-def _eventually(cond: Callable[[], object], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True

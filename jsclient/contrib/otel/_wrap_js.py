@@ -30,21 +30,37 @@ def _pub_ack(op: Send, ack: Any) -> None:
         span.set_attribute(tm.DUPLICATE, True)
 
 
+def _send_publish(
+    orig: Any,
+    client: Any,
+    this: Any,
+    subject: str,
+    payload: bytes,
+    headers: Any,
+    kw: Any,
+    **how: Any,
+) -> Any:
+    """A JetStream publish in a producer span: ``orig`` with the span's headers."""
+    return send(
+        client,
+        subject,
+        headers,
+        lambda h: orig(this, subject, payload, headers=h, **kw),
+        body_size=len(payload),
+        msg_id=kw.get("msg_id"),
+        duration=True,
+        **how,
+    )
+
+
 def _js_publish(orig: Any) -> Callable[..., Any]:
     def publish(
         self: Any, subject: str, payload: bytes = b"", *, headers: Any = None, **kw: Any
     ) -> Any:
         if tm.live() is None:
             return orig(self, subject, payload, headers=headers, **kw)
-        return send(
-            self._client,
-            subject,
-            headers,
-            lambda h: orig(self, subject, payload, headers=h, **kw),
-            body_size=len(payload),
-            msg_id=kw.get("msg_id"),
-            duration=True,
-            on_result=_pub_ack,
+        return _send_publish(
+            orig, self._client, self, subject, payload, headers, kw, on_result=_pub_ack
         )
 
     return publish
@@ -81,14 +97,14 @@ def _js_publish_async(orig: Any) -> Callable[..., Any]:
                 raise
             count()
             return fut
-        return send(
+        return _send_publish(
+            orig,
             self._client,
+            self,
             subject,
+            payload,
             headers,
-            lambda h: orig(self, subject, payload, headers=h, **kw),
-            body_size=len(payload),
-            msg_id=kw.get("msg_id"),
-            duration=True,
+            kw,
             on_result=lambda op, fut: _end_on_future(op, fut, lambda f: f.result()),
             deferred=True,
         )
@@ -102,14 +118,14 @@ def _publisher_publish_async(orig: Any) -> Callable[..., Any]:
     ) -> Any:
         if tm.live() is None:
             return orig(self, subject, payload, headers=headers, **kw)
-        return send(
+        return _send_publish(
+            orig,
             self._js._client,
+            self,
             subject,
+            payload,
             headers,
-            lambda h: orig(self, subject, payload, headers=h, **kw),
-            body_size=len(payload),
-            msg_id=kw.get("msg_id"),
-            duration=True,
+            kw,
             # The flight is done once written; its ack future once settled.
             on_result=lambda op, fl: _end_on_future(
                 op, fl.publish_ack_future, lambda f: f.result()
