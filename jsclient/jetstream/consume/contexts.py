@@ -49,10 +49,22 @@ class _Reporter:
         self.error_cb = error_cb
 
     def __call__(self, exc: BaseException) -> None:
+        """From the library's threads: on the client's callback thread."""
         if self.error_cb is not None:
             self.client._run_callback(self.error_cb, exc)
         else:
             self.client._report_error(exc)
+
+    def here(self, exc: BaseException) -> None:
+        """From the consume's own thread (where user code runs anyway): at once, so
+        that the error_cb of a consume's end has run when ``wait()`` returns."""
+        if self.error_cb is None:
+            self.client._report_error(exc)
+            return
+        try:
+            self.error_cb(exc)
+        except BaseException:  # the dispatcher outlives user code
+            log.exception("jsclient: consume error_cb raised")
 
 
 #: Numbers the consume threads of this process (any thread may start one).
@@ -127,10 +139,10 @@ class ConsumeContext:
                 except Terminal as t:
                     self._error = t.error
                     if t.report:
-                        self._report(t.error)
+                        self._report.here(t.error)
                     break
                 except Exception as exc:
-                    self._report(exc)
+                    self._report.here(exc)
                     continue
                 if msg is None or self._stopped:
                     continue
@@ -138,7 +150,7 @@ class ConsumeContext:
                     callback(msg)
                 except BaseException as exc:  # the dispatcher outlives user code (issue 32)
                     log.exception("jsclient: consume callback raised")
-                    self._report(exc)
+                    self._report.here(exc)
         finally:
             self._source.stop()
             self._client._drainables.discard(self)

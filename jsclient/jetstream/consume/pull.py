@@ -221,7 +221,10 @@ class PullConsumerMixin:
         threshold (default half). Heartbeats are always on (default expires/2,
         at most 30 s, at least 0.5 s). Warnings (``409 Exceeded Max*``, missed
         heartbeats, a lost pin) go to ``error_cb``, or else the connection's error
-        callback. Priority-group options as ``fetch``. ``keepalive=True`` sends
+        callback (the callback's own errors and the error that ends the consume
+        on its thread, before ``wait()`` returns; warnings from the pull on the
+        client's callback thread). Priority-group options as ``fetch``.
+        ``keepalive=True`` sends
         ``+WPI`` (``msg.in_progress()``) every third of the consumer's
         ``ack_wait`` for each message from its arrival in the buffer until the
         callback returns; a number sets that interval (seconds). See
