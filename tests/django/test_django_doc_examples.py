@@ -8,12 +8,12 @@ they run, so that nothing leaks into the other Django tests.
 from __future__ import annotations
 
 import pytest
-from _docexamples import Counter, page_blocks, run_page
+from _docexamples import Counter, page_examples, run_page
 
 from jsclient.contrib.django import consumers, endpoints
 from jsclient.server import NatsServer
 
-PAGES = page_blocks("django")
+PAGES = page_examples("django")
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _docexamples import Counter, page_blocks, run_page
+from _docexamples import Counter, page_examples, run_page
 
 from jsclient.server import NatsServer
 
-PAGES = page_blocks("spark")
+PAGES = page_examples("spark")
 
 
 @pytest.mark.spark
