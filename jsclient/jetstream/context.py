@@ -443,12 +443,13 @@ class JetStream(NatsPyCompat):
     # -- object stores (obj/_manage.py) ----------------------------------------
 
     def create_object_store(
-        self, config: ObjectStoreConfigLike | None = None, **fields: Any
+        self, config: ObjectStoreConfigLike | str | None = None, **fields: Any
     ) -> ObjectStore:
         """Create a bucket (``nats.js.api.ObjectStoreConfig`` or its fields: bucket,
         description, ttl, max_bytes, storage, replicas, placement, metadata,
-        compression). An identical one is returned as it is; one with another
-        config raises StreamNameAlreadyInUseError."""
+        compression; or, as nats-py takes it, the bucket's name first:
+        ``create_object_store("files", ...)``). An identical one is returned as
+        it is; one with another config raises StreamNameAlreadyInUseError."""
         return self._obs.create_object_store(config, fields)
 
     def object_store(self, bucket: str) -> ObjectStore:

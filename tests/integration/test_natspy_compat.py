@@ -428,7 +428,7 @@ def test_create_object_store_takes_the_bucket_first(js: JetStream) -> None:
     obs.put("a", b"1")
     assert js.object_store("files").get_bytes("a") == b"1"
     with pytest.raises(TypeError):
-        js.create_object_store("files", bucket="other")  # type: ignore[arg-type]
+        js.create_object_store("files", bucket="other")
 
 
 # -- the list of nats-py's names -----------------------------------------------------
