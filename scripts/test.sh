@@ -66,7 +66,15 @@ JS_V2=(tests/integration/test_{js_acks,js_batch,js_manage,js_messages,js_publish
        tests/integration/test_{ack_fc_v2,api_level_header,persist_mode,fork,interrupts}.py
        tests/integration/test_{thread_safety,user_code_base_exceptions}.py
        tests/spark/test_spark_read.py)
-OTHER_PYTHONS=(3.12 3.13 3.14 3.15)
+OTHER_PYTHONS=(3.12 3.13 3.14 3.15 3.13t)
+# 3.13t: free-threaded CPython, run with the GIL off (tests/conftest.py fails
+# the run if anything turns it back on). No distribution packages one, so it
+# is built from source by a script beside the checkout when there is one
+# (JSCLIENT_FREE_THREADED_TOOL, default ../shared/tools/free-threaded-python.sh:
+# it reuses an earlier build, ~4 min on 2 cores otherwise); else skipped, with
+# the reason. Its venv gets extra dev only (nkeys needs cffi, which refuses
+# free-threaded 3.13; scripts/free-threaded-constraints.txt has the rest).
+FT_TOOL="${JSCLIENT_FREE_THREADED_TOOL:-$ROOT/../shared/tools/free-threaded-python.sh}"
 
 # job NAME CMD...: run CMD with its output in $LOGS/NAME.log; record its status.
 job() {
@@ -121,8 +129,28 @@ record() {
 
 # setup_python V: find Python V, else fetch Debian's, and make its venv.
 setup_python() {
-    local v="$1" py venv origin rc reason start envfile=- STAGES=""
-    if py=$(bash scripts/find-python.sh "$v"); then
+    local v="$1" py venv origin rc reason start envfile=- STAGES="" extras=dev,nkeys
+    if [[ "$v" == *t ]]; then
+        if [ ! -f "$FT_TOOL" ]; then
+            echo "Python $v: no free-threaded build script at $FT_TOOL: skipped"
+            record "$v" skipped "no free-threaded build script at $FT_TOOL"
+            return 0
+        fi
+        start=$(date +%s)
+        set +e
+        py=$(bash "$FT_TOOL" "${v%t}" 2>"$LOGS/ft-$v.err" | tail -n 1)
+        rc=${PIPESTATUS[0]}
+        set -e
+        if [ "$rc" -ne 0 ] || [ ! -x "$py" ]; then
+            reason=$(tail -n 1 "$LOGS/ft-$v.err")
+            echo "Python $v: the free-threaded build failed ($reason): skipped"
+            record "$v" skipped "the free-threaded build failed: $reason (log: ft-$v.err)"
+            return 0
+        fi
+        STAGES="free-threaded build $(( $(date +%s) - start )) s"
+        origin="free-threaded, built from source"
+        extras=dev
+    elif py=$(bash scripts/find-python.sh "$v"); then
         origin="this machine's"
     else
         # Debian's build, unpacked under .pythons/; exit 3 (cannot fetch) or 2
@@ -149,7 +177,7 @@ setup_python() {
     fi
     venv="${JSCLIENT_VENV:-$ROOT/.venv}-$v"
     echo "Python $v ($py): venv and build"
-    stage "venv and build" env PYTHON="$py" JSCLIENT_VENV="$venv" JSCLIENT_EXTRAS=dev,nkeys \
+    stage "venv and build" env PYTHON="$py" JSCLIENT_VENV="$venv" JSCLIENT_EXTRAS="$extras" \
         bash scripts/setup.sh
     record "$v" ready "$venv" \
         "$("$venv/bin/python" -c 'import platform; print(platform.python_version())')" \

@@ -219,7 +219,9 @@ def test_interrupted_runners_lose_no_flight(
     # Each restarted runner went on: acks kept coming between interrupts.
     assert progress[-1] > progress[len(progress) // 2] > 0, progress[::10]
     pub.drain(timeout=30)
-    assert target.returned.wait(5) and not target.thread.is_alive()
+    assert target.returned.wait(5)  # the runner returned by itself ...
+    target.thread.join(5)  # ... and its thread ends (just after: set() comes first)
+    assert not target.thread.is_alive()
     other.join(5)
     # Every future completed: published and acked, or failed.
     assert all(f.done() for f in futs)

@@ -32,7 +32,7 @@ _EXTRA = {
     "jsclient.contrib.django": "django",
     "jsclient.contrib.celery": "celery",
     "jsclient.contrib.otel": "opentelemetry",
-    "jsclient.contrib.spark": "pyspark",
+    "jsclient.spark": "pyspark",
 }
 
 
