@@ -144,8 +144,15 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
             client._mux.cancel(token)
             return ack
         if own:
-            # If the ack wins the race with this line, the timer finds it done.
-            ack.timer = client._scheduler.call_later(own, self._expired, ack)
+            timer = ack.timer = client._scheduler.call_later(own, self._expired, ack)
+            # An ack that came first found no timer to cancel: cancel it here, or
+            # it stays in the heap until it fires. Read under the lock the ack's
+            # completion takes, which finish() leaves before it reads the timer:
+            # one of the two sees the other.
+            with completion_lock:
+                done = ack._lz_done
+            if done:
+                timer.cancel()
         if ack._wend <= self._conn.lost_written:  # _check_sent's test, inline: once per publish
             self._check_sent(ack)
         return ack

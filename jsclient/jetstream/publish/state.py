@@ -121,6 +121,11 @@ class PublisherState(PublishEngine[Flight]):
         mine: list[Flight] = []
         failed: list[tuple[Flight, int]] = []
         busy = 0
+        # Counted in locals as each is marked, added to the totals in one step
+        # (no call between, so no interrupt): after an interrupt part-way the
+        # finally adds what was marked, so the totals still add up.
+        n_acked = n_failed = n_timed_out = 0
+        counted = False
         try:
             with lock:
                 # Listed before marked: an interrupt leaves no flight marked
@@ -132,18 +137,22 @@ class PublisherState(PublishEngine[Flight]):
                         continue
                     mine.append(flight)
                     flight._settled = True
+                    n_acked += 1
                     pending.pop(flight, None)
-                self._acked += len(mine)
                 for flight, kind in settled:
                     if flight._settled:
                         continue
                     failed.append((flight, kind))
                     flight._settled = True
                     if kind == _FAILED:
-                        self._failed += 1
+                        n_failed += 1
                     else:
-                        self._timed_out += 1
+                        n_timed_out += 1
                     pending.pop(flight, None)
+                self._acked += n_acked
+                self._failed += n_failed
+                self._timed_out += n_timed_out
+                counted = True
                 n = len(mine) + len(failed)
                 self._settling += n
                 busy = n
@@ -169,6 +178,10 @@ class PublisherState(PublishEngine[Flight]):
             raise
         finally:
             with lock:
+                if not counted:
+                    self._acked += n_acked
+                    self._failed += n_failed
+                    self._timed_out += n_timed_out
                 self._settling -= busy
                 self._check_drained()
 
