@@ -28,6 +28,7 @@ from jsbench.row import (  # the row's types, re-exported
     WorkFn,
     Workload,
 )
+from jsbench.scaling_rows import scaling_workloads
 from jsbench.svc_rows import svc_rows
 
 __all__ = [
@@ -320,8 +321,6 @@ def workloads() -> list[Workload]:
 
 
 def by_name(name: str) -> Workload:
-    from jsbench.scaling import scaling_workloads  # it imports this module
-
     for w in workloads() + scaling_workloads():
         if w.name == name:
             return w
