@@ -40,6 +40,10 @@ Where things live (each subpackage's own docstring lists its modules):
   ``reader.py`` (the one ordered reader, bounded in time and bytes) under
   ``watcher.py`` (watches that live through restarts), ``scan.py`` (keys,
   history, list) and object reads.
+- ``compat.py``: :class:`NatsPyCompat`, the mixin :class:`JetStream` inherits
+  nats-py's names from (``add_stream``, ``stream_info``, ``add_consumer``,
+X
+  signatures, each handing the call to the jsclient method it names.
 - ``_wire.py``: API answers, pub acks, publish headers and their errors.
 
 Loaded lazily: ``import jsclient.jetstream`` imports nothing until a name is used.
