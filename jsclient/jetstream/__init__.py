@@ -42,7 +42,7 @@ Where things live (each subpackage's own docstring lists its modules):
   history, list) and object reads.
 - ``compat.py``: :class:`NatsPyCompat`, the mixin :class:`JetStream` inherits
   nats-py's names from (``add_stream``, ``stream_info``, ``add_consumer``,
-X
+  ``get_msg``, ``purge_stream``, ...): thin aliases with nats-py's
   signatures, each handing the call to the jsclient method it names.
 - ``_wire.py``: API answers, pub acks, publish headers and their errors.
 
