@@ -87,6 +87,7 @@ ONCE: dict[str, tuple[str, ...]] = {
         "integration/test_kv_interop.py",
         "integration/test_obj_interop.py",
         "integration/test_natsjs_interop.py",
+        "integration/test_pcgroups_interop.py",
         "integration/test_micro_natsjs.py",
         # The site's strict build, links, headings and docstrings (the pages'
         # examples, tests/docs/test_doc_examples.py, run on both).

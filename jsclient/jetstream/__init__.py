@@ -34,6 +34,12 @@ Where things live (each subpackage's own docstring lists its modules):
 - ``kv/``: the Key-Value store. ``store.py``: :class:`KeyValue` (get, put, keys,
   history, ``watch``); ``_watch.py``: the :class:`KeyWatcher` a **KV watch**
   returns, on ``read/watcher.py``.
+- ``kv/codecs.py``: key and value codecs (ADR-54, orbit.go's ``kvcodec``) and
+  the bucket that applies them, ``codecs.wrap(kv, ...)``.
+- ``pcgroups/``: partitioned consumer groups, static and elastic (orbit.go's
+  ``pcgroups``): ``config.py`` (the KV entries' JSON), ``partitions.py`` (who
+  consumes which partition), ``static.py``, ``elastic.py``, ``_member.py``
+  (a running member on ``consume()``).
 - ``obj/``: the object store. ``store.py``: :class:`ObjectStore`; ``_reader.py``:
   :class:`ObjectReader`; ``_watch.py``: :class:`ObjectWatcher`.
 - ``read/``: ordered reads of a stream that KV and the object store share:
