@@ -12,13 +12,12 @@ modules sit above this one.
 from __future__ import annotations
 
 import queue
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from jsclient._mux import RequestMux
-    from jsclient._threads import CallbackRunner, Scheduler
+    from jsclient._threads import CallbackRunner, Scheduler, WeakRegistry
     from jsclient.connection import Connection
     from jsclient.errors import MaxPayloadError
     from jsclient.protocol.headers import HeadersIn
@@ -36,8 +35,8 @@ class Core(Protocol):
     _mux: RequestMux
     _conn: Connection
     _callbacks: CallbackRunner
-    _drainables: weakref.WeakSet[Any]
-    _engines: weakref.WeakSet[Any]
+    _drainables: WeakRegistry
+    _engines: WeakRegistry
     _subs: dict[int, Any]
     _subject_cache: dict[str, bytes]
 

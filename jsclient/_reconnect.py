@@ -186,7 +186,9 @@ def force(conn: Connection) -> None:
         if conn._sock is not sock:
             return  # lost meanwhile: the reader thread reconnects
         written = conn.writer.written_now()  # None: a write is in progress
-        acked = written is not None and not any(e._written_unacked(written) for e in list(engines))
+        acked = written is not None and not any(
+            e._written_unacked(written) for e in engines.snapshot()
+        )
         if acked or time.monotonic() >= deadline:
             cut()
         else:

@@ -35,6 +35,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -58,6 +59,39 @@ def remaining(deadline: float | None, cap: float | None) -> float | None:
         return cap
     left = max(0.0, deadline - time.monotonic())
     return left if cap is None else min(left, cap)
+
+
+class WeakRegistry:
+    """A weak set that threads change while another lists it (``snapshot()``).
+
+    A ``weakref.WeakSet`` iterated by one thread while another adds or
+    discards raises "Set changed size during iteration" (seen without a GIL,
+    possible with one): its changes and its listing go under one lock here.
+    Entries whose object died leave by themselves, as in a WeakSet.
+    """
+
+    __slots__ = ("_lock", "_set")
+
+    def __init__(self) -> None:
+        self._set: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def add(self, item: Any) -> None:
+        with self._lock:
+            self._set.add(item)
+
+    def discard(self, item: Any) -> None:
+        with self._lock:
+            self._set.discard(item)
+
+    def snapshot(self) -> list[Any]:
+        """The live members now, as a list (the set may change right after)."""
+        with self._lock:
+            return list(self._set)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._set)
 
 
 class Signal:

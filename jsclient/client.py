@@ -6,7 +6,6 @@ import os
 import queue
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from jsclient._outbound import Outbound
 from jsclient._request_many import EMPTY_SENTINEL, ReplyIterator
 from jsclient._request_many import request_many as _request_many
 from jsclient._subtable import SubTable
-from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, log
+from jsclient._threads import CallbackRunner, Scheduler, TimerHandle, WeakRegistry, log
 from jsclient.connection import (
     CLOSED,
     CONNECTED,
@@ -50,13 +49,13 @@ class Client(ClientState):
         self._subject_cache: dict[str, bytes] = {}
         self._listeners: list[Callable[[str], None]] = []
         # JetStream pull contexts (consume, messages, fetch) that drain() drains.
-        self._drainables: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._drainables = WeakRegistry()
         # Subjects whose SUB a caller waits to see accepted (add_endpoint): the
         # server's refusal (-ERR Permissions Violation) is kept for it here.
         self._watched_subs: dict[str, BaseException | None] = {}
         # The async-publish engines (publish_async, Publishers, Spark sinks):
         # force_reconnect() waits for the acks of what they wrote.
-        self._engines: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._engines = WeakRegistry()
         # First: it checks the options (server URLs), before any thread exists.
         self._conn = Connection(self, opts, self._subs, Msg)
         self._w = self._conn.writer
@@ -411,7 +410,7 @@ class Client(ClientState):
         deadline = None if timeout is None else time.monotonic() + timeout
         conn = self._conn
         user_subs = self._table.user_subs()
-        contexts = list(self._drainables)
+        contexts = self._drainables.snapshot()
         if conn.status is CONNECTED:
             conn._set_status(DRAINING)
         try:
