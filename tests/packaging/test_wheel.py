@@ -303,6 +303,11 @@ def test_spark_finds_the_installed_data_source_without_register(built: Built) ->
         "assert 'pyspark' not in sys.modules"
     )
     _run([str(built.venv_python), "-c", check], cwd=built.work)
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        pytest.skip(
+            "the spark extra does not install on free-threaded 3.13 (a dependency builds "
+            "libcst from source there and fails); the harmless import is checked above"
+        )
     _run(
         [str(built.venv_python), "-m", "pip", "install", "-q", f"{built.wheel}[spark]"],
         cwd=built.work,
