@@ -91,9 +91,10 @@ class _ManyReplies:
         "body",
         "deadline",
         "done",
-        "held_bytes",
+        "in_bytes",
         "max_bytes",
         "max_msgs",
+        "out_bytes",
         "overflow",
         "q",
         "subject",
@@ -119,20 +120,24 @@ class _ManyReplies:
         self.deadline = deadline
         self.max_msgs = max_msgs
         self.max_bytes = max_bytes
-        self.held_bytes = 0  # of the replies queued and not yet handed out
+        # Bytes queued (the reader adds) and handed out (the caller adds): one
+        # writer each, so no update is lost; held = in_bytes - out_bytes.
+        self.in_bytes = 0
+        self.out_bytes = 0
         self.overflow = False
 
     def deliver(self, msg: Msg | None) -> None:
         """Reader thread: one reply (None: the connection closed)."""
         if msg is not None:
             size = msg.size
+            held = self.in_bytes + size - self.out_bytes
             if (self.max_msgs and self.q.qsize() >= self.max_msgs) or (
-                self.max_bytes and self.held_bytes + size > self.max_bytes
+                self.max_bytes and held > self.max_bytes
             ):
                 self.overflow = True  # the caller does not keep up: stop listening
                 self.stop()
                 return
-            self.held_bytes += size
+            self.in_bytes += size
         self.q.put(msg)
         token = self._token
         if msg is None or self.done or token is None:
@@ -229,10 +234,23 @@ class ReplyIterator(Iterator["Msg"]):
         if self._ended:
             raise StopIteration
         deadline = self._deadline
-        limit = self._wait_limit()
-        end = None if limit is None else time.monotonic() + limit
         w = self._waiter
         q = w.q
+        if deadline is not None and time.monotonic() >= deadline:
+            self._end("timeout")  # nothing after the deadline, even what is held
+            raise StopIteration
+        try:
+            msg = q.get_nowait()  # a reply is waiting: no clock to set
+        except queue.Empty:
+            msg = self._wait(deadline, w, q)
+        return self._hand_out(w, msg)
+
+    def _wait(
+        self, deadline: float | None, w: _ManyReplies, q: queue.SimpleQueue[Msg | None]
+    ) -> Msg | None:
+        """Wait for the next reply within the total timeout and the stall."""
+        limit = self._wait_limit()
+        end = None if limit is None else time.monotonic() + limit
         while True:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
@@ -253,11 +271,14 @@ class ReplyIterator(Iterator["Msg"]):
                     self._end("stall" if stalled else "timeout")
                     raise StopIteration from None
                 continue
-            break
+            return msg
+
+    def _hand_out(self, w: _ManyReplies, msg: Msg | None) -> Msg:
+        """The reply taken from the queue, after the end checks (StopIteration)."""
         if msg is None:
             self._end("closed")
             raise errors.ConnectionClosedError()
-        w.held_bytes -= msg.size
+        w.out_bytes += msg.size
         if not msg.data and msg._hdr is not None and msg.status is not None:
             self._end("no_responders")  # 503 no responders, or another status: quietly
             raise StopIteration
