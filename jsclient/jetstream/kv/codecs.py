@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jsclient import errors
@@ -249,6 +249,18 @@ class PathCodec(FilterableKeyCodec, ValueCodec):
         return value
 
 
+def _through(
+    x: Any, steps: Sequence[tuple[int, Callable[[Any], Any]]], error: type, what: str
+) -> Any:
+    """``x`` through each ``(index, step)`` in turn; a step's exception as ``error``."""
+    for i, step in steps:
+        try:
+            x = step(x)
+        except Exception as exc:
+            raise error(f"nats: failed to {what} (codec {i}): {exc}") from exc
+    return x
+
+
 class KeyChainCodec(FilterableKeyCodec):
     """Several key codecs: encoded by each in order, decoded in reverse.
 
@@ -262,21 +274,13 @@ class KeyChainCodec(FilterableKeyCodec):
 
     def encode_key(self, key: str) -> str:
         """``key`` through each codec, first to last."""
-        for i, codec in enumerate(self.codecs):
-            try:
-                key = codec.encode_key(key)
-            except Exception as exc:
-                raise KeyEncodeError(f"nats: failed to encode key (codec {i}): {exc}") from exc
-        return key
+        steps = [(i, c.encode_key) for i, c in enumerate(self.codecs)]
+        return str(_through(key, steps, KeyEncodeError, "encode key"))
 
     def decode_key(self, key: str) -> str:
         """``key`` through each codec, last to first."""
-        for i in range(len(self.codecs) - 1, -1, -1):
-            try:
-                key = self.codecs[i].decode_key(key)
-            except Exception as exc:
-                raise KeyDecodeError(f"nats: failed to decode key (codec {i}): {exc}") from exc
-        return key
+        steps = [(i, c.decode_key) for i, c in enumerate(self.codecs)][::-1]
+        return str(_through(key, steps, KeyDecodeError, "decode key"))
 
     def encode_filter(self, filter: str) -> str:
         """``filter`` through each codec's ``encode_filter``, first to last."""
@@ -307,21 +311,13 @@ class ValueChainCodec(ValueCodec):
 
     def encode_value(self, value: bytes) -> bytes:
         """``value`` through each codec, first to last."""
-        for i, codec in enumerate(self.codecs):
-            try:
-                value = codec.encode_value(value)
-            except Exception as exc:
-                raise ValueEncodeError(f"nats: failed to encode value (codec {i}): {exc}") from exc
-        return value
+        steps = [(i, c.encode_value) for i, c in enumerate(self.codecs)]
+        return bytes(_through(value, steps, ValueEncodeError, "encode value"))
 
     def decode_value(self, value: bytes) -> bytes:
         """``value`` through each codec, last to first."""
-        for i in range(len(self.codecs) - 1, -1, -1):
-            try:
-                value = self.codecs[i].decode_value(value)
-            except Exception as exc:
-                raise ValueDecodeError(f"nats: failed to decode value (codec {i}): {exc}") from exc
-        return value
+        steps = [(i, c.decode_value) for i, c in enumerate(self.codecs)][::-1]
+        return bytes(_through(value, steps, ValueDecodeError, "decode value"))
 
 
 # -- the bucket ---------------------------------------------------------------------
