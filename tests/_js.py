@@ -9,10 +9,11 @@ after could see fewer. Acked publishes remove that race.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -38,6 +39,20 @@ def _poll(cond: Callable[[], Any], timeout: float, interval: float) -> Any:
         if time.monotonic() > deadline:
             return None
         time.sleep(interval)
+
+
+def flock_within(lock: IO[Any], timeout: float) -> None:
+    """Take an exclusive ``flock`` on the open file ``lock`` (another pytest run
+    may hold it while it installs something), or fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"another process held {lock.name} for {timeout} s")
+            time.sleep(0.2)
 
 
 def wait_for(cond: Callable[[], object], timeout: float = 5.0) -> bool:

@@ -16,11 +16,11 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _js import flock_within
 
 NATSJS = Path(__file__).resolve().parent / "natsjs"
 #: The longest a node script or the install may take (a loaded machine, a cold npm cache).
@@ -44,15 +44,7 @@ def natsjs_fixture() -> Path:
     if shutil.which("node") is None:
         pytest.skip("the nats.js interop tests need node (20 or later) on PATH")
     with open(NATSJS / "package-lock.json", "rb") as lock:
-        deadline = time.monotonic() + INSTALL_TIMEOUT
-        while True:  # flock with a timeout: another pytest run may be installing
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"another process held {lock.name} for {INSTALL_TIMEOUT} s")
-                time.sleep(0.2)
+        flock_within(lock, INSTALL_TIMEOUT)
         try:
             if not _installed():
                 npm = shutil.which("npm")

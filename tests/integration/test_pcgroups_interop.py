@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _js import eventually
+from _js import eventually, flock_within
 
 from jsclient.api import ConsumerConfig
 from jsclient.client import Client
@@ -54,15 +54,7 @@ def natsio_python() -> Path:
     python = VENV / "bin" / "python"
     VENV.parent.mkdir(exist_ok=True)
     with open(VENV.parent / ".natsio-3.13.lock", "w") as lock:
-        deadline = time.monotonic() + INSTALL_TIMEOUT
-        while True:  # another pytest run may be installing
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"another process held {lock.name} for {INSTALL_TIMEOUT} s")
-                time.sleep(0.2)
+        flock_within(lock, INSTALL_TIMEOUT)
         try:
             if python.exists() and _works(python):
                 return python

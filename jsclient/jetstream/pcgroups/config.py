@@ -65,6 +65,13 @@ def _list(obj: dict[str, Any], name: str) -> list[Any]:
     return value
 
 
+def _ints(obj: dict[str, Any], name: str, what: str) -> list[int]:
+    out = _list(obj, name)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in out):
+        raise ConsumerGroupConfigError(f"nats: consumer group config: {what} must be ints")
+    return list(out)
+
+
 def _strings(obj: dict[str, Any], name: str) -> list[str]:
     out = _list(obj, name)
     if not all(isinstance(s, str) for s in out):
@@ -100,10 +107,7 @@ class MemberMapping:
         """A mapping from its JSON object; ConsumerGroupConfigError when malformed."""
         if not isinstance(obj, dict) or not isinstance(obj.get("member", ""), str):
             raise ConsumerGroupConfigError("nats: consumer group config: bad member mapping")
-        parts = _list(obj, "partitions")
-        if not all(isinstance(p, int) and not isinstance(p, bool) for p in parts):
-            raise ConsumerGroupConfigError("nats: consumer group config: partitions must be ints")
-        return cls(obj.get("member", ""), list(parts))
+        return cls(obj.get("member", ""), _ints(obj, "partitions", "partitions"))
 
 
 @dataclass
@@ -123,12 +127,8 @@ class PartitioningFilter:
         """A filter from its JSON object; ConsumerGroupConfigError when malformed."""
         if not isinstance(obj, dict) or not isinstance(obj.get("filter", ""), str):
             raise ConsumerGroupConfigError("nats: consumer group config: bad partitioning filter")
-        wcs = _list(obj, "partitioning_wildcards")
-        if not all(isinstance(w, int) and not isinstance(w, bool) for w in wcs):
-            raise ConsumerGroupConfigError(
-                "nats: consumer group config: partitioning wildcards must be ints"
-            )
-        return cls(obj.get("filter", ""), list(wcs))
+        wcs = _ints(obj, "partitioning_wildcards", "partitioning wildcards")
+        return cls(obj.get("filter", ""), wcs)
 
 
 def _validate_membership(
