@@ -3,9 +3,9 @@
 Run by a Python 3.13 interpreter that has ``natsio``, ``natsio-pcgroups`` and
 ``natsio-kvcodec``; never imported by the suite. Commands (argv[1]):
 
-- ``elastic-member URL STREAM GROUP MEMBER OUT ACK_WAIT``: consume as MEMBER of
-  the elastic group, appending ``subject<TAB>data`` per message to OUT and
-  acking it; prints ``started`` then runs until stdin closes.
+- ``elastic-member URL STREAM GROUP MEMBER OUT ACK_WAIT [MAX_ACK_PENDING]``: consume as
+  MEMBER of the elastic group, appending ``subject<TAB>data`` per message to OUT
+  and acking it; prints ``started`` then runs until stdin closes.
 - ``create-elastic URL STREAM GROUP MAX FILTER WILDCARDS``: create the group
   (WILDCARDS: comma-separated, may be empty).
 - ``add-members URL STREAM GROUP M1,M2``.
@@ -39,7 +39,9 @@ def _codecs() -> tuple[Any, Any]:
     return ChainKeyCodec(PathKeyCodec(), Base64KeyCodec()), Base64ValueCodec()
 
 
-async def _member(url: str, stream: str, group: str, member: str, out: str, ack_wait: str) -> None:
+async def _member(
+    url: str, stream: str, group: str, member: str, out: str, ack_wait: str, pending: str = ""
+) -> None:
     from natsio.jetstream import ConsumerConfig
     from natsio.pcgroups import elastic_consume
 
@@ -53,6 +55,8 @@ async def _member(url: str, stream: str, group: str, member: str, out: str, ack_
             await msg.ack()
 
         cfg = ConsumerConfig(ack_wait=timedelta(seconds=float(ack_wait)))
+        if pending:
+            cfg.max_ack_pending = int(pending)
         ctx = await elastic_consume(js, stream, group, member, handle, cfg)
         print("started", flush=True)
         loop = asyncio.get_running_loop()

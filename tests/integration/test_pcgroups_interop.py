@@ -17,6 +17,7 @@ import subprocess
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,58 @@ def js(nc: Client) -> JetStream:
     return nc.jetstream()
 
 
+class NatsioMember:
+    """A natsio member of an elastic group in its own process; what it saw is in a file."""
+
+    def __init__(
+        self,
+        python: Path,
+        url: str,
+        stream: str,
+        group: str,
+        name: str,
+        tmp: Path,
+        max_ack_pending: int | None = None,
+    ) -> None:
+        self.out = tmp / f"{name}.txt"
+        self.out.touch()
+        self.err_path = tmp / f"{name}.err"
+        self.err = self.err_path.open("w")
+        argv = ["elastic-member", url, stream, group, name, str(self.out), str(ACK_WAIT)]
+        if max_ack_pending is not None:
+            argv.append(str(max_ack_pending))
+        self.proc = subprocess.Popen(
+            [str(python), str(DRIVER), *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            text=True,
+        )
+
+    def wait_started(self) -> None:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], 30.0)
+        if not ready or self.proc.stdout.readline().strip() != "started":
+            pytest.fail(f"the natsio member did not start: {self.err_path.read_text()}")
+
+    def lines(self) -> list[tuple[str, str]]:
+        """(subject, data) of every message the member handled, in its order."""
+        rows = [ln.split("\t") for ln in self.out.read_text(encoding="utf-8").splitlines()]
+        return [(r[0], r[1]) for r in rows if len(r) == 2]
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(30)
+
+    def close(self) -> None:
+        """Let it stop (stdin closes) and reap it."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        self.proc.wait(30)
+        self.proc.stdout.close()
+        self.err.close()
+
+
 # -- one elastic group, a member of each ---------------------------------------------
 
 
@@ -110,17 +163,7 @@ def test_a_jsclient_and_a_natsio_member_share_an_elastic_group(
     js.create_stream(name="IOP", subjects=["iop.*"], storage="memory")
     pcgroups.create_elastic(js, "IOP", "cg", 6, "iop.*", [1])
     pcgroups.add_members(js, "IOP", "cg", ["j1", "n1"])
-    out = tmp_path / "n1.txt"
-    out.touch()
-    err = (tmp_path / "n1.err").open("w")
-    argv = ["elastic-member", nats_server.url, "IOP", "cg", "n1", str(out), str(ACK_WAIT)]
-    child = subprocess.Popen(
-        [str(natsio_python), str(DRIVER), *argv],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=err,
-        text=True,
-    )
+    member = NatsioMember(natsio_python, nats_server.url, "IOP", "cg", "n1", tmp_path)
     lock = threading.Lock()
     mine: list[tuple[str, str]] = []
 
@@ -131,25 +174,17 @@ def test_a_jsclient_and_a_natsio_member_share_an_elastic_group(
 
     cc = None
     try:
-        assert child.stdout is not None
-        ready, _, _ = select.select([child.stdout], [], [], 30.0)
-        if not ready or child.stdout.readline().strip() != "started":
-            pytest.fail(f"the natsio member did not start: {(tmp_path / 'n1.err').read_text()}")
+        member.wait_started()
         cc = pcgroups.consume_elastic(js, "IOP", "cg", "j1", cb, ConsumerConfig(ack_wait=ACK_WAIT))
         for i in range(per_key):
             for k in range(keys):
                 js.publish_async(f"iop.k{k}", str(i).encode())
         js.publish_async_complete(timeout=60)
 
-        def lines() -> list[tuple[str, str]]:
-            text = out.read_text(encoding="utf-8")
-            rows = [ln.split("\t") for ln in text.splitlines()]
-            return [(r[0], r[1]) for r in rows if len(r) == 2]
-
         total = keys * per_key
-        eventually(lambda: len(mine) + len(lines()) >= total, 25, f"{total} messages")
+        eventually(lambda: len(mine) + len(member.lines()) >= total, 25, f"{total} messages")
         time.sleep(0.5)  # nothing more comes
-        theirs = lines()
+        theirs = member.lines()
         # Both consumers are orbit.go's shape, whoever made them.
         cj = js.consumer("IOP-cg", "j1").config
         cn = js.consumer("IOP-cg", "n1").config
@@ -162,11 +197,7 @@ def test_a_jsclient_and_a_natsio_member_share_an_elastic_group(
     finally:
         if cc is not None:
             cc.stop()
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(30)
-        child.stdout.close()
-        err.close()
+        member.close()
     assert cc.wait(10)
     by_key: dict[str, list[str]] = defaultdict(list)
     owner: dict[str, set[str]] = defaultdict(set)
@@ -177,6 +208,85 @@ def test_a_jsclient_and_a_natsio_member_share_an_elastic_group(
     assert dict(by_key) == {f"iop.k{k}": [str(i) for i in range(per_key)] for k in range(keys)}
     assert all(len(o) == 1 for o in owner.values())  # a key went to one member
     assert mine and theirs
+
+
+def test_a_natsio_member_killed_and_a_jsclient_member_added_mid_run(
+    natsio_python: Path, nats_server: NatsServer, js: JetStream, tmp_path: Path
+) -> None:
+    """kill -9 of the natsio member while messages flow; it leaves, a jsclient member
+    joins: every message arrives, in order per member and key, and the only repeats are
+    messages the killed member had taken but not acked (at most its max_ack_pending)."""
+    keys, rounds, window = 12, 60, 32
+    js.create_stream(name="IOK", subjects=["iok.*"], storage="memory")
+    pcgroups.create_elastic(js, "IOK", "cg", 6, "iok.*", [1])
+    pcgroups.add_members(js, "IOK", "cg", ["j1", "n1"])
+    member = NatsioMember(natsio_python, nats_server.url, "IOK", "cg", "n1", tmp_path, window)
+    lock = threading.Lock()
+    seen: dict[str, list[tuple[str, str]]] = {"j1": [], "j2": []}
+
+    def callback(name: str) -> Callable[[Msg], None]:
+        def cb(msg: Msg) -> None:
+            with lock:
+                seen[name].append((msg.subject, msg.data.decode()))
+            msg.ack()
+
+        return cb
+
+    cfg = ConsumerConfig(ack_wait=ACK_WAIT, max_ack_pending=window)
+    ctxs: list[pcgroups.ConsumerGroupContext] = []
+    done = threading.Event()
+
+    def publish() -> None:
+        for i in range(rounds):
+            for k in range(keys):
+                js.publish(f"iok.k{k}", str(i).encode())
+            time.sleep(0.05)
+        done.set()
+
+    pub = threading.Thread(target=publish, name="test-publisher")
+    try:
+        member.wait_started()
+        for name in ("j1", "j2"):  # j2 waits until it is a member
+            ctxs.append(pcgroups.consume_elastic(js, "IOK", "cg", name, callback(name), cfg))
+        pub.start()
+        eventually(lambda: len(member.lines()) >= 20, 15, "the natsio member consuming")
+        member.kill()
+        pcgroups.delete_members(js, "IOK", "cg", ["n1"])
+        pcgroups.add_members(js, "IOK", "cg", ["j2"])
+        pub.join(30)
+        assert done.is_set()
+        theirs = member.lines()
+        total = keys * rounds
+
+        def distinct() -> int:
+            with lock:
+                return len(set(theirs) | set(seen["j1"]) | set(seen["j2"]))
+
+        eventually(lambda: distinct() >= total, 30, f"{total} distinct messages")
+        time.sleep(0.5)  # nothing more comes
+    finally:
+        for c in ctxs:
+            c.stop()
+        if member.proc.poll() is None:
+            member.kill()
+        member.close()
+    assert all(c.wait(10) for c in ctxs)
+    with lock:
+        rows = {"n1": theirs, **{k: list(v) for k, v in seen.items()}}
+    everything = [m for r in rows.values() for m in r]
+    assert set(everything) == {(f"iok.k{k}", str(i)) for k in range(keys) for i in range(rounds)}
+    repeats = len(everything) - len(set(everything))
+    assert repeats <= window
+    again = {m for m in everything if everything.count(m) > 1}
+    assert again <= set(theirs)  # only what the killed member had taken comes twice
+    for name, got in rows.items():
+        by_key: dict[str, list[int]] = defaultdict(list)
+        for subject, data in got:
+            by_key[subject].append(int(data))
+        for subject, numbers in by_key.items():
+            assert numbers == sorted(set(numbers)), (name, subject)
+    assert rows["j2"], "j2 took over partitions"
+    print(f"killed member's repeats: {repeats} (bound {window})")
 
 
 # -- the config JSON -------------------------------------------------------------------
