@@ -93,6 +93,9 @@ class ConsumerGroupContext:
         self._consumer: Consumer | None = None
         self._cc: ConsumeContext | None = None
         self._pin_id: str | None = None
+        # The pin's header line as the server writes it: a message that carries the
+        # pin already known is recognised by one substring search, without parsing.
+        self._pin_line: bytes | None = None
         self._error: BaseException | None = None
         self._stopping = threading.Event()
         self._done = threading.Event()
@@ -178,11 +181,14 @@ class ConsumerGroupContext:
         return dataclasses.replace(self._template, **owned)
 
     def _deliver(self, msg: Msg) -> None:
-        headers = msg.headers
-        if headers:
-            pid = headers.get(PIN_ID)
-            if pid:
-                self._pin_id = pid
+        raw = msg.raw_headers
+        if raw is not None:
+            line = self._pin_line
+            if line is None or line not in raw:
+                pid = (msg.headers or {}).get(PIN_ID)
+                if pid:
+                    self._pin_id = pid
+                    self._pin_line = f"{PIN_ID}: {pid}\r\n".encode()
         msg.subject = strip_partition(msg.subject)
         self._callback(msg)
 
