@@ -20,8 +20,8 @@ which. Only a closed connection raises
 (:class:`~jsclient.errors.ConnectionClosedError`).
 
 The request stops listening when it ends, whether or not the caller reads:
-the reader thread stops putting the waiter back once the deadline passed or a
-limit was reached, and a timer at the deadline forgets the token. Nothing is
+the reader thread stops putting the waiter back once a limit was reached,
+and a timer at the deadline forgets the token. Nothing is
 handed out after the deadline, even a reply that is already held.
 """
 
@@ -89,7 +89,6 @@ class _ManyReplies:
         "_wend",
         "_wlen",
         "body",
-        "deadline",
         "done",
         "in_bytes",
         "max_bytes",
@@ -106,7 +105,6 @@ class _ManyReplies:
         body: bytes,
         hdr: bytes | None,
         mux: RequestMux,
-        deadline: float | None,
         max_msgs: int,
         max_bytes: int,
     ) -> None:
@@ -117,7 +115,6 @@ class _ManyReplies:
         self._mux = mux
         self.q: queue.SimpleQueue[Msg | None] = queue.SimpleQueue()
         self.done = False
-        self.deadline = deadline
         self.max_msgs = max_msgs
         self.max_bytes = max_bytes
         # Bytes queued (the reader adds) and handed out (the caller adds): one
@@ -129,22 +126,24 @@ class _ManyReplies:
     def deliver(self, msg: Msg | None) -> None:
         """Reader thread: one reply (None: the connection closed)."""
         if msg is not None:
-            size = msg.size
-            held = self.in_bytes + size - self.out_bytes
-            if (self.max_msgs and self.q.qsize() >= self.max_msgs) or (
-                self.max_bytes and held > self.max_bytes
-            ):
-                self.overflow = True  # the caller does not keep up: stop listening
+            max_bytes = self.max_bytes
+            if max_bytes:
+                size = msg.size
+                if self.in_bytes + size - self.out_bytes > max_bytes:
+                    self.overflow = True  # the caller does not keep up: stop listening
+                    self.stop()
+                    return
+                self.in_bytes += size
+            max_msgs = self.max_msgs
+            if max_msgs and self.q.qsize() >= max_msgs:
+                self.overflow = True
                 self.stop()
                 return
-            self.in_bytes += size
         self.q.put(msg)
         token = self._token
         if msg is None or self.done or token is None:
             return
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            self.done = True  # past the deadline: nothing more is listened for
-            return
+        # (The deadline's timer stops the listening: no clock read per reply.)
         self._mux.rearm(token, self)  # the reader forgot it: wait for the next reply
         if self.done:
             # Ended meanwhile: stop() may have looked before the line above.
@@ -243,7 +242,29 @@ class ReplyIterator(Iterator["Msg"]):
             msg = q.get_nowait()  # a reply is waiting: no clock to set
         except queue.Empty:
             msg = self._wait(deadline, w, q)
-        return self._hand_out(w, msg)
+        # The end checks, inline (once per reply).
+        if msg is None:
+            self._end("closed")
+            raise errors.ConnectionClosedError()
+        if w.max_bytes:
+            w.out_bytes += msg.size
+        if not msg.data and msg._hdr is not None and msg.status is not None:
+            self._end("no_responders")  # 503 no responders, or another status: quietly
+            raise StopIteration
+        sentinel = self._sentinel
+        if sentinel is not None:
+            try:
+                stop = sentinel(msg)
+            except BaseException:
+                self._end("closed")
+                raise
+            if stop:
+                self._end("sentinel")
+                raise StopIteration
+        self._count += 1
+        if self._max is not None and self._count >= self._max:
+            self._end("max_count")
+        return msg
 
     def _wait(
         self, deadline: float | None, w: _ManyReplies, q: queue.SimpleQueue[Msg | None]
@@ -272,30 +293,6 @@ class ReplyIterator(Iterator["Msg"]):
                     raise StopIteration from None
                 continue
             return msg
-
-    def _hand_out(self, w: _ManyReplies, msg: Msg | None) -> Msg:
-        """The reply taken from the queue, after the end checks (StopIteration)."""
-        if msg is None:
-            self._end("closed")
-            raise errors.ConnectionClosedError()
-        w.out_bytes += msg.size
-        if not msg.data and msg._hdr is not None and msg.status is not None:
-            self._end("no_responders")  # 503 no responders, or another status: quietly
-            raise StopIteration
-        sentinel = self._sentinel
-        if sentinel is not None:
-            try:
-                stop = sentinel(msg)
-            except BaseException:
-                self._end("closed")
-                raise
-            if stop:
-                self._end("sentinel")
-                raise StopIteration
-        self._count += 1
-        if self._max is not None and self._count >= self._max:
-            self._end("max_count")
-        return msg
 
 
 def request_many(
@@ -328,9 +325,7 @@ def request_many(
     hdr = _headers.encode(headers) if headers else None
     mux = client._mux
     deadline = None if timeout is None else time.monotonic() + timeout
-    waiter = _ManyReplies(
-        subject, payload, hdr, mux, deadline, pending_msgs_limit, pending_bytes_limit
-    )
+    waiter = _ManyReplies(subject, payload, hdr, mux, pending_msgs_limit, pending_bytes_limit)
     failed = mux.send_batch([waiter])
     if failed:
         raise failed[0][1]
