@@ -263,6 +263,29 @@ def test_stop_after_interrupts_completes_every_future(
     assert pub.acked_count + pub.failed_count + pub.timed_out_count == n
 
 
+def test_stop_while_the_runners_move_flights_fails_each_unsettled_one_once(
+    js: JetStream,
+) -> None:
+    """stop() at random moments of full-speed runners: the flights it fails are found
+    wherever they are (queue, batch, window, replies), so every message is counted once:
+    acked, or failed with PublisherClosedError."""
+    rng = random.Random(46)
+    for _ in range(15):
+        n = 2_000
+        pub = Publisher(js, max_in_flight=50, max_queued=n).start()
+        futs = [pub.publish_async("s.a", b"x") for _ in range(n)]
+        time.sleep(rng.uniform(0.0, 0.03))
+        pub.stop()
+        assert wait_for(lambda futs=futs: all(f.done() for f in futs), timeout=10)
+        acks = [f.publish_ack_future for f in futs if f.exception() is None]
+        closed = [f for f in futs if f.exception() is not None]
+        assert all(isinstance(f.exception(), PublisherClosedError) for f in closed)
+        for a in acks:
+            a.exception(5)  # done: acked, or failed when stop() came first
+        assert pub.acked_count + pub.failed_count + pub.timed_out_count == n
+        assert pub.acked_count == sum(1 for a in acks if a.exception() is None)
+
+
 # -- listener and callbacks ----------------------------------------------------
 
 

@@ -176,6 +176,10 @@ class Publisher(PublishRunner, FlightsRunner):
         self._idle = Signal(self._lock)  # drain() waiters (entered through _lock)
         self._ids: Iterator[int] = _impl.writer.Counter(1)
         self._queue: deque[Flight] = deque()
+        # Every flight queued and not yet settled, changed only under _lock: what
+        # stop() fails, whatever container (or runner's stack) a flight is in as
+        # the runners move it without the lock.
+        self._unsettled: dict[Flight, None] = {}
         # Back-pressure on publish_async; resumes once a quarter of the queue is free.
         limit = self.max_queued
         self._queue_window = Window(
@@ -324,6 +328,7 @@ class Publisher(PublishRunner, FlightsRunner):
         # sees the message when it looks, or we see that it waits and wake it.
         with self._lock:
             self._queue.append(flight)
+            self._unsettled[flight] = None
             if self._pub_waiting:
                 self._pub_waiting = False
                 self._work.set()
@@ -356,6 +361,7 @@ class Publisher(PublishRunner, FlightsRunner):
                 self._queue.remove(flight)
             except ValueError:
                 return
+            del self._unsettled[flight]
         raise PublisherClosedError("nats: cannot publish once the publisher is closed")
 
     def start(self) -> Publisher:

@@ -55,6 +55,7 @@ class PublisherState(PublishEngine[Flight]):
     _flights: Wake
     _idle: Signal  # drain() waiters, on _lock
     _queue: deque[Flight]
+    _unsettled: dict[Flight, None]  # queued and not settled (changed under _lock)
     _queue_window: Window
     _done: deque[Flight]
     _expiring: deque[tuple[Flight, int]]
@@ -117,7 +118,7 @@ class PublisherState(PublishEngine[Flight]):
     def _settle(self, acked: list[Flight], settled: list[tuple[Flight, int]]) -> None:
         """Settle acked flights and failed / timed out ones: count them, free
         their window places, complete their futures and call the listener."""
-        lock, pending = self._lock, self._pending
+        lock, pending, unsettled = self._lock, self._pending, self._unsettled
         mine: list[Flight] = []
         failed: list[tuple[Flight, int]] = []
         busy = 0
@@ -139,6 +140,7 @@ class PublisherState(PublishEngine[Flight]):
                     flight._settled = True
                     n_acked += 1
                     pending.pop(flight, None)
+                    unsettled.pop(flight, None)
                 for flight, kind in settled:
                     if flight._settled:
                         continue
@@ -149,6 +151,7 @@ class PublisherState(PublishEngine[Flight]):
                     else:
                         n_timed_out += 1
                     pending.pop(flight, None)
+                    unsettled.pop(flight, None)
                 self._acked += n_acked
                 self._failed += n_failed
                 self._timed_out += n_timed_out
@@ -294,17 +297,11 @@ class PublisherState(PublishEngine[Flight]):
     def _abandon(self) -> None:
         """After stop(): fail every message not settled yet."""
         with self._lock:
-            # list() first: the publish runner may add to the set without the lock.
-            # (An acked flight leaves _pending on the reader thread and waits
-            # in _done, or in _handling, until the flights runner settles it; a
-            # taken batch waits in _batch until it is in the window.)
-            flights = (
-                set(self._queue)
-                | set(self._pending)
-                | set(self._done)
-                | set(self._batch)
-                | set(self._handling)
-            )
+            # The registry, not the containers: the runners and the reader move
+            # flights between those without the lock (and a runner may hold some
+            # only on its stack for a moment), so a look at them could miss one.
+            flights = list(self._unsettled)
+            self._unsettled.clear()
             self._queue.clear()
             self._pending.clear()
             victims = [(f, f._ack_future) for f in flights if not f._settled]
