@@ -1,8 +1,9 @@
 """The benchmark's command line: ``python -m jsbench`` (``python -m jsclient bench``
 in a checkout runs the same).
 
-Measures jsclient against nats-py, natsio and a raw socket and prints the
-tables; ``--reliability`` runs the reliability scenarios at full size instead.
+Measures jsclient against nats-py, natsio, a raw socket and the C client
+library libnats (natsc) and prints the tables; ``--reliability`` runs the
+reliability scenarios at full size instead.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from jsbench._child import ROOT
-from jsbench.workloads import CLIENTS
+from jsbench.workloads import CLIENTS, NATSC
 from jsclient import _impl
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Measure jsclient against nats-py, natsio and a raw socket, and print the tables."""
+    """Measure jsclient against nats-py, natsio, a raw socket and natsc; print the tables."""
     ap = argparse.ArgumentParser(
         prog="python -m jsclient bench",
         description="Every workload for every client, each run in a fresh process against "
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import jsbench as b
     import jsclient
-    from jsbench import interp, raw
+    from jsbench import interp, raw, report
     from jsclient.server import NatsServer
 
     every = b.workloads()
@@ -117,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("--repeat must be at least 1", file=sys.stderr)
         return 2
 
+    natsc_ok, natsc_version = _natsc_status(clients)
+    run_clients = [c for c in clients if natsc_ok or c != NATSC]
     info = interp.interpreter_info()
     _natsio_ok, natsio_version = interp.natsio_status()
     meta: dict[str, Any] = {
@@ -127,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # orbit.py's batched direct get for nats-py (the direct-get-batch row)
         "jetstreamext": interp.dist_version("jetstreamext"),
         "natsio": natsio_version,
+        "natsc": natsc_version,
         "quick": args.quick,
         "repeat": repeat,
         "clients": clients,
@@ -141,7 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"jsclient {meta['jsclient']} (impl={meta['impl']}), nats-py {meta['nats_py']} "
             f"(jetstreamext {meta['jetstreamext'] or 'not installed'}), "
-            f"natsio {meta['natsio']}, nats-server {server}"
+            f"natsio {meta['natsio']}, natsc {natsc_version or 'not selected'}, "
+            f"nats-server {server}"
         )
         print(
             f"method: every (workload, client, round) in a fresh process; {repeat} alternating "
@@ -158,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 chosen,
                 quick=args.quick,
                 repeat=repeat,
-                clients=clients,
+                clients=run_clients,
                 impl=_impl.IMPL,
                 timeout=args.timeout,
                 progress=progress,
@@ -173,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         with NatsServer(jetstream=True) as srv:
             outcomes = run_all(srv.url, f"{srv.info.get('version', '?')} (embedded)", srv.pid)
+    if not natsc_ok and natsc_version:
+        rows = [w.name for w in chosen if NATSC in w.fns]
+        outcomes = report.mark_unavailable(outcomes, NATSC, natsc_version, rows)
     print()
     print(b.table(outcomes))
     if args.json:
@@ -182,6 +190,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plot:
         _plot(outcomes, args.plot)
     return 0
+
+
+def _natsc_status(clients: Sequence[str]) -> tuple[bool, str | None]:
+    """Whether the natsc peer runs here: (True, its version), (False, why), or
+    (False, None) when it was not selected. Its program is built now, once."""
+    if NATSC not in clients:
+        return False, None
+    from jsbench import natsc
+
+    ok, what = natsc.available()
+    if not ok:
+        print(f"natsc: {what}", file=sys.stderr)
+    return ok, what
 
 
 def _reliability(args: argparse.Namespace) -> int:
@@ -276,7 +297,7 @@ def _plot(outcomes: Sequence[Any], path: str) -> None:
     height = 0.8 / len(PEERS)
     for k, peer in enumerate(PEERS):
         ratios = [o.ratio(peer) or 0.0 for o in outcomes]
-        ys = [i + (k - 1) * height for i in range(len(names))]
+        ys = [i + (k - (len(PEERS) - 1) / 2) * height for i in range(len(names))]
         ax.barh(ys, ratios, height=height, label=f"jsclient / {peer}")
         for y, r in zip(ys, ratios, strict=True):
             if r:

@@ -8,8 +8,19 @@ from __future__ import annotations
 
 from functools import partial
 
-from jsbench import js, js_publish, raw
-from jsbench.row import JSCLIENT, NATS_PY, NATSIO, RAW, Target, Workload
+from jsbench import js, js_publish, natsc, raw
+from jsbench.row import (
+    JSCLIENT,
+    NATS_PY,
+    NATSC,
+    NATSC_FETCH,
+    NATSC_ROUND_TRIP,
+    NATSC_THROUGHPUT,
+    NATSIO,
+    RAW,
+    Target,
+    Workload,
+)
 
 
 def js_rows() -> list[Workload]:
@@ -24,11 +35,12 @@ def js_rows() -> list[Workload]:
                 NATS_PY: js_publish.py_publish_sync,
                 NATSIO: js_publish.nio_publish_sync,
                 RAW: raw.js_publish_sync,
+                NATSC: natsc.js_publish_sync,
             },
             10_000,
             2_000,
             latency=True,
-            targets=(Target(RAW, 0.85),),
+            targets=(Target(RAW, 0.85), NATSC_ROUND_TRIP),
             setup=pub_setup,
             check=pub_check,
         ),
@@ -40,10 +52,11 @@ def js_rows() -> list[Workload]:
                 NATS_PY: js_publish.py_publish_async,
                 NATSIO: js_publish.nio_publish_async,
                 RAW: P(raw.js_publish_pipelined, window=js.WINDOW),
+                NATSC: natsc.js_publish_async,
             },
-            50_000,
+            100_000,
             10_000,
-            targets=(Target(NATS_PY, 3.0),),
+            targets=(Target(NATS_PY, 3.0), NATSC_THROUGHPUT),
             setup=pub_setup,
             check=pub_check,
         ),
@@ -95,10 +108,15 @@ def js_rows() -> list[Workload]:
         Workload(
             "js-fetch-ack",
             f"fetch({js.BATCH}) + ack each (file stream)",
-            {JSCLIENT: js.js_fetch, NATS_PY: js.py_fetch, NATSIO: js.nio_fetch},
+            {
+                JSCLIENT: js.js_fetch,
+                NATS_PY: js.py_fetch,
+                NATSIO: js.nio_fetch,
+                NATSC: natsc.js_fetch,
+            },
             200_000,
             20_000,
-            targets=(Target(NATS_PY, 5.0), Target(NATSIO, 2.5)),
+            targets=(Target(NATS_PY, 5.0), Target(NATSIO, 2.5), NATSC_FETCH),
             setup=con_setup,
         ),
         Workload(

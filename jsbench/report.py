@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from jsbench.natsc import NOT_AVAILABLE
 from jsbench.result import Result
-from jsbench.workloads import CLIENTS, JSCLIENT, NATS_PY, NATSIO, PEERS, RAW, Target
+from jsbench.workloads import CLIENTS, JSCLIENT, NATS_PY, NATSC, NATSIO, PEERS, RAW, Target
 
 OK, NA, ERROR = "ok", "n/a", "error"
 MB = 1024 * 1024
@@ -38,7 +39,7 @@ class ClientStats:
     peer_cpu_us: float | None = None
     runs: list[float] = field(default_factory=list)
     error: str | None = None  # the last failure, also when other rounds succeeded
-    reason: str | None = None  # why "n/a"
+    reason: str | None = None  # why "n/a"; "not available: ..." where it cannot run here
 
     @property
     def rss_growth_mb(self) -> float | None:
@@ -175,6 +176,18 @@ def outcome(
     )
 
 
+def mark_unavailable(
+    outcomes: Sequence[Outcome], client: str, why: str, rows: Iterable[str]
+) -> list[Outcome]:
+    """``client`` was left out of the run because it cannot run here: its cells in
+    ``rows`` (those it has an implementation for) say why instead of "not selected"."""
+    names = set(rows)
+    for o in outcomes:
+        if o.name in names:
+            o.clients[client] = ClientStats(NA, reason=why)
+    return list(outcomes)
+
+
 # -- formatting ------------------------------------------------------------------------
 
 
@@ -195,10 +208,15 @@ def fmt_ratio(r: float | None) -> str:
     return f"{r:.1f}x" if r >= 10 else f"{r:.2f}x"
 
 
+def _na(st: ClientStats) -> str:
+    """What a cell of a client that did not run says."""
+    return NOT_AVAILABLE if (st.reason or "").startswith(NOT_AVAILABLE) else "n/a"
+
+
 def _cell(o: Outcome, client: str) -> str:
     st = o.clients[client]
     if st.status == NA:
-        return "n/a"
+        return _na(st)
     if st.status == ERROR:
         return "error"
     return fmt_rate(st.rate) + ("!" if st.error else "")
@@ -207,8 +225,12 @@ def _cell(o: Outcome, client: str) -> str:
 def _ratio_cell(o: Outcome, peer: str) -> str:
     st = o.clients[peer]
     if st.status == NA:
-        return "n/a" if peer != RAW else ""
+        return "" if peer in _FEW_ROWS else "n/a"
     return fmt_ratio(o.ratio(peer))
+
+
+# Peers with the rows of a few kinds only: a blank ratio where they have none.
+_FEW_ROWS = (RAW, NATSC)
 
 
 def targets_cell(o: Outcome) -> str:
@@ -238,7 +260,7 @@ def _grid(head: list[str], rows: list[list[str]], left: Iterable[int] = (0,)) ->
 
 def rates_table(outcomes: Sequence[Outcome]) -> str:
     """msgs/s per client, jsclient's ratios, and the targets."""
-    head = ["workload", *CLIENTS, "js/nats-py", "js/natsio", "js/raw", "targets"]
+    head = ["workload", *CLIENTS, *(f"js/{p}" for p in PEERS), "targets"]
     rows = [
         [
             o.name,
@@ -264,7 +286,7 @@ def _per_client_table(
         for c in CLIENTS:
             st = o.clients[c]
             text = cell(st) if st.status == OK else None
-            cells.append(("n/a" if st.status == NA else "") if text is None else text)
+            cells.append((_na(st) if st.status == NA else "") if text is None else text)
         rows.append([o.name, *cells])
     return "\n".join(_grid([title, *CLIENTS], rows))
 
@@ -323,6 +345,17 @@ def errors_section(outcomes: Sequence[Outcome]) -> str:
     return ("errors (a rate marked ! had a failed round):\n" + "\n".join(lines)) if lines else ""
 
 
+def unavailable_section(outcomes: Sequence[Outcome]) -> str:
+    """Why a column says "not available": each such client's reason, once."""
+    why: dict[str, str] = {}
+    for o in outcomes:
+        for c in CLIENTS:
+            st = o.clients[c]
+            if st.status == NA and _na(st) == NOT_AVAILABLE:
+                why.setdefault(c, st.reason or "")
+    return "\n".join(f"{c}: {reason}" for c, reason in why.items())
+
+
 def table(outcomes: Sequence[Outcome]) -> str:
     """Every table of the report, separated by blank lines."""
     parts = [
@@ -332,6 +365,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
         latency_table(outcomes),
     ]
     parts.append(errors_section(outcomes))
+    parts.append(unavailable_section(outcomes))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -357,6 +391,7 @@ __all__ = [
     "fmt_rate",
     "fmt_ratio",
     "from_json",
+    "mark_unavailable",
     "memory_table",
     "outcome",
     "rates_table",

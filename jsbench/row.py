@@ -16,8 +16,9 @@ HookFn = Callable[[str, int, int], None]
 CheckFn = Callable[[str, int, int], "str | None"]
 
 JSCLIENT, NATS_PY, NATSIO, RAW = "jsclient", "nats-py", "natsio", "raw"
-CLIENTS = (JSCLIENT, NATS_PY, NATSIO, RAW)
-PEERS = (NATS_PY, NATSIO, RAW)  # what jsclient's ratios are taken against
+NATSC = "natsc"  # the C client library libnats (jsbench/natsc.py)
+CLIENTS = (JSCLIENT, NATS_PY, NATSIO, RAW, NATSC)
+PEERS = (NATS_PY, NATSIO, RAW, NATSC)  # what jsclient's ratios are taken against
 
 
 @dataclass(frozen=True)
@@ -58,3 +59,8 @@ class Workload:
 
 
 AHEAD_OF_NATSIO = Target(NATSIO, 1.0)
+# jsclient against the C client library, by kind of row: messages streamed one
+# way, round trips one at a time (request, JetStream publish), fetch + ack.
+NATSC_THROUGHPUT = Target(NATSC, 0.8)
+NATSC_ROUND_TRIP = Target(NATSC, 1.5)
+NATSC_FETCH = Target(NATSC, 1.0)

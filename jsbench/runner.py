@@ -9,7 +9,9 @@ is imported), ``rss_peak`` (at the end) and ``cpu`` (the CPU time the workload
 took), or ``{"error": ...}``.
 
 A jsclient child imports jsclient as usual; any other client's child never
-does (the bench modules import no client at import time).
+does (the bench modules import no client at import time). A natsc child runs
+a C program (:mod:`jsbench.natsc`) and reports that program's RSS and CPU
+time, not its own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 from jsbench._child import module_command
 from jsbench.result import Result, peak_rss
+from jsbench.row import NATSC
 
 MARKER = "JSCLIENT-BENCH-RESULT "
 
@@ -38,6 +41,7 @@ _IMPORTS = {
     "nats-py": ("asyncio", "nats", "nats.js"),
     "natsio": ("asyncio", "natsio", "natsio.jetstream"),
     "raw": (),
+    "natsc": (),  # a C program: it measures its own RSS and CPU time
 }
 
 
@@ -67,6 +71,8 @@ def measure(workload: str, client: str, url: str, n: int, otel: str = "none") ->
     cpu0 = time.process_time()
     res = fn(url, n, w.size)
     cpu = time.process_time() - cpu0
+    if client == NATSC:  # the figures of the program that did the work, not of this waiting child
+        return res
     return replace(res, rss_start=start, rss_peak=peak_rss(), cpu=cpu)
 
 

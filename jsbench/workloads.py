@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from functools import partial
 
-from jsbench import batch, core, direct, js, js_publish, kv, obj, raw, threads
+from jsbench import batch, core, direct, js, js_publish, kv, natsc, obj, raw, threads
 from jsbench.js_rows import js_rows
 from jsbench.row import (  # the row's types, re-exported
     AHEAD_OF_NATSIO,
     CLIENTS,
     JSCLIENT,
     NATS_PY,
+    NATSC,
+    NATSC_ROUND_TRIP,
+    NATSC_THROUGHPUT,
     NATSIO,
     PEERS,
     RAW,
@@ -37,6 +40,7 @@ __all__ = [
     "CheckFn",
     "HookFn",
     "JSCLIENT",
+    "NATSC",
     "NATSIO",
     "NATS_PY",
     "PEERS",
@@ -56,20 +60,28 @@ def _core() -> list[Workload]:
         NATS_PY: core.py_publish,
         NATSIO: core.nio_publish,
         RAW: raw.publish,
+        NATSC: natsc.publish,
     }
-    # Quick runs use the full counts here: each takes well under a second,
-    # and fewer messages would time mostly connection start-up.
-    for size, n in ((16, 200_000), (1024, 100_000), (4096, 50_000), (65536, 5_000)):
+    # Full counts: at least a second of jsclient's publishing each, so that
+    # rounds agree. Quick runs keep counts of a fraction of a second: fewer
+    # messages would time mostly connection start-up.
+    for size, n, quick in (
+        (16, 2_000_000, 200_000),
+        (1024, 500_000, 100_000),
+        (4096, 300_000, 50_000),
+        (65536, 10_000, 5_000),
+    ):
         label = f"{size // 1024} KiB" if size >= 1024 else f"{size} B"
         out.append(
             Workload(
                 f"core-publish-{label.replace(' ', '')}",
-                f"core publish {label} ({n:,}), then flush: time until the server has them",
+                f"core publish {label} ({n:,}; quick {quick:,}), then flush: "
+                "time until the server has them",
                 publish,
                 n,
-                n,
+                quick,
                 size,
-                targets=(Target(RAW, 0.70),),
+                targets=(Target(RAW, 0.70), NATSC_THROUGHPUT),
             )
         )
     out.append(
@@ -80,7 +92,7 @@ def _core() -> list[Workload]:
             100_000,
             100_000,
             4096,
-            targets=(Target(RAW, 0.70),),
+            targets=(Target(RAW, 0.70), NATSC_THROUGHPUT),
             rss_growth_mb=64.0,
         )
     )
@@ -89,19 +101,24 @@ def _core() -> list[Workload]:
         ("iter", 10.0, "next_msg", "iteration (nats-py: next_msg; natsio: async for)"),
         ("callback", 3.0, "callback", "callback"),
     ):
+        fns: dict[str, WorkFn] = {
+            JSCLIENT: partial(core.js_receive, mode=mode),
+            NATS_PY: partial(core.py_receive, mode=py_mode),
+            NATSIO: partial(core.nio_receive, mode=mode),
+        }
+        targets: tuple[Target, ...] = (Target(NATS_PY, target),)
+        if mode != "iter":  # libnats has no iterator
+            fns[NATSC] = partial(natsc.receive, mode=mode)
+            targets = (*targets, NATSC_THROUGHPUT)
         out.append(
             Workload(
                 f"core-receive-{mode}",
                 f"core receive 16 B via {how}, external publisher with a credit window",
-                {
-                    JSCLIENT: partial(core.js_receive, mode=mode),
-                    NATS_PY: partial(core.py_receive, mode=py_mode),
-                    NATSIO: partial(core.nio_receive, mode=mode),
-                },
-                50_000,
+                fns,
+                400_000,
                 20_000,
                 16,
-                targets=(Target(NATS_PY, target),),
+                targets=targets,
             )
         )
     out.append(
@@ -113,12 +130,13 @@ def _core() -> list[Workload]:
                 NATS_PY: core.py_request,
                 NATSIO: core.nio_request,
                 RAW: raw.request,
+                NATSC: natsc.request,
             },
             10_000,
             2_000,
             16,
             latency=True,
-            targets=(Target(RAW, 0.85),),
+            targets=(Target(RAW, 0.85), NATSC_ROUND_TRIP),
             echo=True,
         )
     )

