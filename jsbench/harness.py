@@ -19,7 +19,7 @@ from jsbench.peer import EchoPeer
 from jsbench.report import Outcome, outcome
 from jsbench.result import Result, process_cpu
 from jsbench.runner import ChildError, run_child
-from jsbench.workloads import CLIENTS, JSCLIENT, NATSIO, Workload
+from jsbench.workloads import CLIENTS, JSCLIENT, NATSC, NATSIO, Workload
 
 Progress = Callable[[str, int, int], None]
 
@@ -34,6 +34,12 @@ def unavailable_clients(clients: Iterable[str]) -> dict[str, str]:
         usable, why = natsio_status()
         if not usable:
             out[NATSIO] = why
+    if NATSC in wanted:
+        from jsbench import natsc
+
+        built, why = natsc.available()  # builds the program once (cached)
+        if not built:
+            out[NATSC] = why
     return out
 
 

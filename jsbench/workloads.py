@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from jsbench import batch, core, direct, js, js_publish, kv, natsc, obj, raw, threads
+from jsbench import batch, core, direct, js, js_publish, kv, natsc, obj, pcg, raw, threads
 from jsbench.js_rows import js_rows
 from jsbench.row import (  # the row's types, re-exported
     AHEAD_OF_NATSIO,
@@ -333,9 +333,45 @@ def _threads() -> list[Workload]:
     return out
 
 
+def _pcgroups() -> list[Workload]:
+    """An elastic partitioned consumer group of two members against one consumer (jsclient)."""
+    what = (
+        f"messages of {pcg.KEYS} keys from the group's work-queue stream ({pcg.PARTITIONS} "
+        "partitions), acked, each key's order checked"
+    )
+    return [
+        Workload(
+            "pcgroup-1-consumer",
+            f"one consumer, consume(): {what}",
+            {JSCLIENT: pcg.js_one_consumer},
+            100_000,
+            10_000,
+            setup=pcg.setup,
+        ),
+        Workload(
+            "pcgroup-elastic-2",
+            f"an elastic group of 2 members, each on its own thread, one connection: {what}",
+            {JSCLIENT: partial(pcg.js_elastic, members=2)},
+            100_000,
+            10_000,
+            setup=pcg.setup,
+        ),
+    ]
+
+
 def workloads() -> list[Workload]:
     """Every workload, in report order."""
-    return _core() + svc_rows() + js_rows() + _kv() + _obj() + _batch() + _direct() + _threads()
+    return (
+        _core()
+        + svc_rows()
+        + js_rows()
+        + _kv()
+        + _obj()
+        + _batch()
+        + _direct()
+        + _threads()
+        + _pcgroups()
+    )
 
 
 def by_name(name: str) -> Workload:

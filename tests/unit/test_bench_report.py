@@ -15,6 +15,7 @@ from jsbench.workloads import (
     CLIENTS,
     JSCLIENT,
     NATS_PY,
+    NATSC,
     NATSIO,
     RAW,
     Target,
@@ -171,15 +172,15 @@ def test_registry_rows_and_targets() -> None:
     def targets(name: str) -> set[tuple[str, float]]:
         return {(t.against, t.ratio) for t in by_name(name).all_targets()}
 
-    assert targets("core-publish-64KiB") == {(RAW, 0.7), (NATSIO, 1.0)}
-    assert targets("core-request") == {(RAW, 0.85), (NATSIO, 1.0)}
-    assert targets("js-publish-sync") == {(RAW, 0.85), (NATSIO, 1.0)}
+    assert targets("core-publish-64KiB") == {(RAW, 0.7), (NATSIO, 1.0), (NATSC, 0.8)}
+    assert targets("core-request") == {(RAW, 0.85), (NATSIO, 1.0), (NATSC, 1.5)}
+    assert targets("js-publish-sync") == {(RAW, 0.85), (NATSIO, 1.0), (NATSC, 1.5)}
     assert (NATS_PY, 10.0) in targets("core-receive-next_msg")
     assert (NATS_PY, 3.0) in targets("core-receive-callback")
     assert (NATS_PY, 3.0) in targets("js-publish-async")
     assert (NATS_PY, 3.0) in targets("js-publisher-default")
-    for name in ("js-fetch-ack", "js-consume-ack"):
-        assert targets(name) == {(NATS_PY, 5.0), (NATSIO, 2.5)}
+    assert targets("js-fetch-ack") == {(NATS_PY, 5.0), (NATSIO, 2.5), (NATSC, 1.0)}
+    assert targets("js-consume-ack") == {(NATS_PY, 5.0), (NATSIO, 2.5)}
     assert by_name("core-publish-4KiB-100k").rss_growth_mb == 64.0
     assert targets("kv-get") == {(RAW, 0.85), (NATS_PY, 1.0), (NATSIO, 1.0)}
     assert targets("kv-put") == {(RAW, 0.85), (NATS_PY, 1.0), (NATSIO, 1.0)}
@@ -197,7 +198,7 @@ def test_registry_rows_and_targets() -> None:
 def test_client_order_alternates() -> None:
     w = by_name("core-request")
     first = client_order(w, CLIENTS, 0)
-    assert first == [JSCLIENT, NATS_PY, NATSIO, RAW]
+    assert first == [JSCLIENT, NATS_PY, NATSIO, RAW, NATSC]
     assert client_order(w, CLIENTS, 1) == first[::-1]
     assert client_order(w, [JSCLIENT, RAW], 2) == [JSCLIENT, RAW]
 
@@ -334,7 +335,8 @@ def test_tables() -> None:
     head, rule, row, legacy = rates.splitlines()
     assert head.split()[:5] == ["workload", JSCLIENT, NATS_PY, NATSIO, RAW]
     assert set(rule) == {"-"}
-    assert row.split()[:8] == ["w", "2M", "400k", "500k!", "4M", "5.00x", "4.00x", "0.50x"]
+    # natsc has no implementation of this row: n/a, and no ratio
+    assert row.split()[:9] == ["w", "2M", "400k", "500k!", "4M", "n/a", "5.00x", "4.00x", "0.50x"]
     assert "≥0.7x raw ✗" in row and "≥3x nats-py ✓" in row and "≥1x natsio ✓" in row
     assert legacy.split()[:5] == ["legacy", "50k", "n/a", "n/a", "n/a"]
     assert "40 (+20)" in memory and "18 (+0)" in memory
@@ -342,7 +344,7 @@ def test_tables() -> None:
     assert cpu_head.startswith("CPU µs/msg (server)")
     # 0.2 ms of client and 0.5 ms of server CPU over 100 messages; peers measured no CPU
     assert cpu_row.split()[:3] == ["w", "2.00", "(5.00)"]
-    assert cpu_legacy.split()[1:] == ["n/a", "n/a", "n/a"]
+    assert cpu_legacy.split()[1:] == ["n/a", "n/a", "n/a", "n/a"]
     assert "100/300" in latency and "legacy" not in latency
     assert "w [natsio]: ChildError: one round failed" in errors
 
