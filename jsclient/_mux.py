@@ -174,7 +174,8 @@ class RequestMux:
         inline: bool,
         nowait: bool,
     ) -> str:
-        self.ensure_sub()
+        if self._prefix is None:
+            self.ensure_sub()
         host = self._host
         token = str(next(self._tokens))
         subj = host._subject_cache.get(subject)

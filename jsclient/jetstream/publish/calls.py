@@ -120,6 +120,20 @@ def publish_async(
     callback thread. ``stream`` and ``msg_ttl`` are nats-py's names for
     ``expected_stream`` and ``ttl`` (both at once: TypeError).
     """
+    if (
+        headers is None
+        and msg_id is None
+        and expected_stream is None
+        and expected_last_seq is None
+        and expected_last_subject_seq is None
+        and expected_last_msg_id is None
+        and ttl is None
+        and stream is None
+        and msg_ttl is None
+        and timeout is None
+        and wait_stall is None
+    ):
+        return js._async.publish(subject, payload, None, ack_timeout)  # the plain publish
     ack_timeout = _alias("ack_timeout", ack_timeout, "timeout", timeout)
     hdrs = _checked_headers(
         js,
