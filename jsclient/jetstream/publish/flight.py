@@ -219,6 +219,7 @@ class Flight(_Future["Flight"]):
     __slots__ = (
         "_ack",
         "_ack_future",
+        "_closed_by",
         "_first_time",
         "_gen",
         "_hdr",
@@ -273,6 +274,9 @@ class Flight(_Future["Flight"]):
         # The PubAck, or the (stream, seq) of a plain ack until ``ack`` is read.
         self._ack: PubAck | tuple[str, int] | None = None
         self.error: BaseException | None = None
+        # The PublisherClosedError stop() failed it with: its outcome, whatever a
+        # runner still racing stop() writes into the fields above.
+        self._closed_by: BaseException | None = None
         self.expectation_failed = False
         self.timed_out = False
         self._ack_future: _Future[PubAck] | None = None
@@ -312,6 +316,8 @@ class Flight(_Future["Flight"]):
     @property
     def ack(self) -> PubAck | None:
         """The PubAck once acked (None before, and after a failure)."""
+        if self._closed_by is not None:
+            return None
         ack = self._ack
         if type(ack) is tuple:
             # Made on first read: most acks are only counted, never looked at.
@@ -330,7 +336,10 @@ class Flight(_Future["Flight"]):
                 return fut
             fut = self._ack_future = _Future()
             settled = self._settled  # else _settle()/_abandon() will complete it
-        if settled:
+            closed = self._closed_by
+        if closed is not None:
+            _set(fut, exc=closed)
+        elif settled:
             _set(fut, self.ack, None if self.ack is not None else self.error)
         return fut
 

@@ -317,7 +317,7 @@ class PublisherState(PublishEngine[Flight]):
             self._withdraw(queued)
             for f, _ in victims:
                 f._ack = None
-                f.error = PublisherClosedError(
+                f.error = f._closed_by = PublisherClosedError(
                     "nats: the publisher stopped before the message was acked"
                 )
             self._failed += len(victims)
@@ -343,7 +343,8 @@ def _fail(flight: Flight, fut: _Future[PubAck] | None) -> None:
     """Complete ``flight`` and its ack future with its error. A function of its
     own: a loop inside a ``try`` whose body ends with an if is an interrupt past
     the ``finally`` on 3.13+ (tests/unit/test_interrupt_cover.py)."""
+    exc = flight._closed_by  # not flight.error: a runner racing stop() may clear that
     if fut is not None:
-        _set(fut, exc=flight.error)
+        _set(fut, exc=exc)
     if not flight._lz_done:
-        _set(flight, exc=flight.error)
+        _set(flight, exc=exc)
