@@ -15,6 +15,8 @@ from time import monotonic
 from jsclient._speedups.delivery import route, route_safe
 from jsclient.errors import ProtocolError
 
+from cpython.tuple cimport PyTuple_GET_ITEM
+
 from cpython.pythread cimport (
     NOWAIT_LOCK,
     WAIT_LOCK,
@@ -113,16 +115,16 @@ cdef class ReadState:
             events = self.parser.feed(view[:n].tobytes())
         except ProtocolError as exc:
             self.backlog = list(getattr(exc, "events", None) or [])
+            self._count(self.backlog)
             self.broken = exc
             raise
         if full:
             self.route_all(events)
             return n
+        self._count(<list>events)
         # A C call into the delivery twin: no Python code runs (see the docstring).
         res = route_safe(self.owner, <list>events, 0, self.subs, self.msg_type)
         i = <Py_ssize_t>res[0]
-        self.in_msgs += <long long>res[1]
-        self.in_bytes += <long long>res[2]
         if i < len(<list>events):
             self.backlog = (<list>events)[i:]
             return HANDOFF
@@ -131,14 +133,26 @@ cdef class ReadState:
     def route_all(self, list events):
         if self.backlog:
             self.flush_backlog()
-        n, b = route(self.owner, events, self.subs, self.msg_type)
-        self.in_msgs += n
-        self.in_bytes += b
+        self._count(events)
+        route(self.owner, events, self.subs, self.msg_type)
 
     def flush_backlog(self):
         cdef list events = self.backlog
         self.backlog = []
-        n, b = route(self.owner, events, self.subs, self.msg_type)
+        route(self.owner, events, self.subs, self.msg_type)
+
+    def count(self, list events):
+        self._count(events)
+
+    cdef void _count(self, list events) except *:
+        cdef long long n = 0
+        cdef long long b = 0
+        cdef tuple ev
+        for item in events:
+            ev = <tuple>item
+            if <object>PyTuple_GET_ITEM(ev, 0) == 0:
+                n += 1
+                b += len(<object>PyTuple_GET_ITEM(ev, 5))
         self.in_msgs += n
         self.in_bytes += b
 

@@ -25,6 +25,10 @@ once a lead has lasted ``DEEP_AFTER`` it waits for a wake-up instead
 (``park_time``), and the lead's end wakes it (``leave`` returns True), so an
 idle handler thread that leads costs no wake-ups of the reader thread.
 
+The inbound counters (``in_msgs``, ``in_bytes``: MSG frames and their
+payload bytes) count frames as they are received, before any is routed: a
+thread that has a message sees it counted.
+
 The Cython twin is what makes a requesting thread's reads safe against
 interrupts (``KeyboardInterrupt``, or any exception raised into that thread
 asynchronously): its ``read`` with ``full=False`` and the role methods are
@@ -114,32 +118,40 @@ class ReadState:
             events = self.parser.feed(view[:n].tobytes())
         except ProtocolError as exc:
             self.backlog = list(getattr(exc, "events", None) or [])
+            self.count(self.backlog)
             self.broken = exc
             raise
         if full:
             self.route_all(events)
             return n
-        i, m, b = route_safe(self.owner, events, 0, self.subs, self.msg_type)
-        self.in_msgs += m
-        self.in_bytes += b
+        self.count(events)
+        i = route_safe(self.owner, events, 0, self.subs, self.msg_type)[0]
         if i < len(events):
             self.backlog = events[i:]
             return HANDOFF
         return n
 
     def route_all(self, events: list[tuple[Any, ...]]) -> None:
-        """Route ``events`` in full (after the backlog), counting them."""
+        """Count ``events`` and route them in full (after the backlog)."""
         if self.backlog:
             self.flush_backlog()
-        n, b = route(self.owner, events, self.subs, self.msg_type)
-        self.in_msgs += n
-        self.in_bytes += b
+        self.count(events)
+        route(self.owner, events, self.subs, self.msg_type)
 
     def flush_backlog(self) -> None:
-        """Route the backlog in full."""
+        """Route the backlog (counted when it was read) in full."""
         events = self.backlog
         self.backlog = []
-        n, b = route(self.owner, events, self.subs, self.msg_type)
+        route(self.owner, events, self.subs, self.msg_type)
+
+    def count(self, events: list[tuple[Any, ...]]) -> None:
+        """Add the MSG frames of ``events`` and their payload bytes to the counters."""
+        n = 0
+        b = 0
+        for ev in events:
+            if ev[0] == 0:
+                n += 1
+                b += len(ev[5])
         self.in_msgs += n
         self.in_bytes += b
 

@@ -363,6 +363,36 @@ def test_read_routes_what_needs_no_owner_code_and_keeps_the_rest(impl: SimpleNam
     assert rs.read(ScriptedReader([]), view, 0, True) == r.WOULD_BLOCK
 
 
+@pytest.mark.parametrize("full", [True, False], ids=["reader", "requester"])
+def test_frames_are_counted_before_anyone_can_see_them(impl: SimpleNamespace, full: bool) -> None:
+    # A thread handed a message must find it in the counters already (stats
+    # read right after next_msg() returns): counted at receipt, not after routing.
+    rs, sub, _ = _read_state(impl)
+    seen: list[tuple[int, int]] = []
+
+    class Queue:  # what the consuming thread would be woken by
+        def put(self, item: Any) -> None:
+            seen.append((rs.in_msgs, rs.in_bytes))
+
+    sub._q = Queue()
+    view = memoryview(bytearray(4096))
+    sock = ScriptedReader([b"MSG a 1 2\r\nxy\r\nMSG a 9 3\r\nabc\r\nMSG a 1 1\r\nz\r\n"])
+    rs.read(sock, view, 0, full)
+    assert seen == [(3, 6)]  # the unknown sid 9 included
+    assert (rs.in_msgs, rs.in_bytes) == (3, 6)
+    rs.route_all(impl.parser.Parser().feed(b"MSG a 1 4\r\nwxyz\r\nPING\r\n"))
+    assert seen[-1] == (4, 10) and (rs.in_msgs, rs.in_bytes) == (4, 10)
+
+
+def test_frames_before_a_protocol_error_are_counted(impl: SimpleNamespace) -> None:
+    rs, _, _ = _read_state(impl)
+    view = memoryview(bytearray(4096))
+    with pytest.raises(errors.ProtocolError):
+        rs.read(ScriptedReader([b"MSG a 1 1\r\nx\r\nBOGUS\r\n"]), view, 0, False)
+    rs.flush_backlog()  # routing the backlog counts nothing twice
+    assert (rs.in_msgs, rs.in_bytes) == (1, 1)
+
+
 def test_a_protocol_error_keeps_the_frames_before_it(impl: SimpleNamespace) -> None:
     rs, sub, _ = _read_state(impl)
     view = memoryview(bytearray(4096))
