@@ -259,7 +259,10 @@ def test_stop_after_interrupts_completes_every_future(
         if f.exception() is None:
             f.publish_ack_future.exception(5)  # completes too (acked, or abandoned)
         else:
-            assert isinstance(f.exception(), PublisherClosedError)
+            # Abandoned by stop(); or timed out: an interrupt inside a batch's write
+            # leaves its unwritten flights to their ack clocks (wait_timeout, 5 s),
+            # which a slow run (3.13t, GIL off) can reach before stop().
+            assert isinstance(f.exception(), PublisherClosedError | errors.PublishAckTimeoutError)
     assert pub.acked_count + pub.failed_count + pub.timed_out_count == n
 
 
