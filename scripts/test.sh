@@ -12,15 +12,16 @@
 # site strictly and run every example of its pages (tests/docs). Extra
 # arguments go to the two suite runs.
 #
-# The jobs after lint run in two lanes side by side (most tests wait on a
-# server or a timeout, so two lanes keep the machine's two cores busy): lane 1
-# runs the full suite with the speedups, lane 2 the pure-Python one, the
-# JetStream part against js_ack_fc_v2 servers (ADR-53), the benchmark smoke
-# run and the wheel test. Meanwhile a builder at a lower CPU
+# The jobs after lint run in three lanes side by side (most tests wait on a
+# server or a timeout, so three lanes keep the machine's two cores busy): lane
+# 1 runs the tests that run twice with the speedups, lane 2 the pure-Python
+# ones, the JetStream part against js_ack_fc_v2 servers (ADR-53), the
+# benchmark smoke run and the wheel test, lane 3 the implementation-independent
+# tests (once, with the speedups). Meanwhile a builder at a lower CPU
 # priority makes the other Pythons' venvs with the CPU the suites leave idle.
-# Then both lanes take the other Pythons' quick suites, then their wheel
-# tests, from one queue, whichever lane is free first, so that neither lane
-# idles while the other has work (a lane that needs a venv the builder has not
+# Then the lanes take the other Pythons' quick suites, then their wheel
+# tests, from one queue, whichever lane is free first, so that no lane
+# idles while another has work (a lane that needs a venv the builder has not
 # started makes it itself). Each job writes its own log under
 # $JSCLIENT_TEST_LOGS (default: a temporary folder); a failed job's log is
 # printed at the end.
@@ -49,12 +50,17 @@ SUITE_ARGS=("$@")
 # The other supported Pythons: a quick suite with the speedups, and the wheel
 # test built with that Python. The reading role's twins are in
 # tests/equivalence; its integration file (test_read_leader.py) runs on 3.11
-# in both lanes only, to keep the whole run inside its budget.
+# only (with both implementations), to keep the whole run inside its budget. The ends of
+# the range (3.15 and the free-threaded 3.13t, where language and packaging
+# changes show first) get QUICK; 3.12-3.14 get QUICK_MID, the in-process tests
+# and the core and JetStream publish paths (about half the time of QUICK).
 QUICK=(tests/unit tests/equivalence tests/integration/test_core_pubsub.py
        tests/integration/test_pull_fetch.py tests/integration/test_js_publish.py
        tests/integration/test_fork.py
        tests/integration/test_write_queue.py tests/integration/test_bench_runner.py
        tests/django)
+QUICK_MID=(tests/unit tests/equivalence tests/integration/test_core_pubsub.py
+           tests/integration/test_js_publish.py)
 # ADR-53: the JetStream part of the suite once more, with the speedups, against
 # servers with the v2 ACK and flow-control subjects on (feature flag
 # js_ack_fc_v2, nats-server 2.14+; jsclient.server.NatsServer reads
@@ -81,6 +87,7 @@ FT_TOOL="${JSCLIENT_FREE_THREADED_TOOL:-$ROOT/../shared/tools/free-threaded-pyth
 # ends of the range, where packaging changes show first; 3.12-3.14 get the
 # quick suite. (All five made the run longer than its 20-minute budget.)
 WHEEL_PYTHONS=(3.15 3.13t)
+QUICK_FULL=(3.15 3.13t)  # the others get QUICK_MID
 
 # job NAME CMD...: run CMD with its output in $LOGS/NAME.log; record its status.
 job() {
@@ -99,11 +106,15 @@ job() {
     fi
 }
 
-# suite IMPL: the whole suite with that implementation. JSCLIENT_ONCE=c: the
-# tests that do not depend on the implementation (tests/conftest.py) run in
-# the JSCLIENT_IMPL=c run only.
+# suite IMPL [PYTEST ARGS]: the whole suite with that implementation.
+# JSCLIENT_ONCE=c: the tests that do not depend on the implementation
+# (tests/conftest.py, marker impl_independent) run in the JSCLIENT_IMPL=c run
+# only, and that run is two jobs in two lanes: the tests that run twice
+# ("-m 'not impl_independent'") and the once tests ("-m impl_independent").
 suite() {
-    JSCLIENT_IMPL="$1" JSCLIENT_ONCE=c python -m pytest -q "${SUITE_ARGS[@]}"
+    local impl="$1"
+    shift
+    JSCLIENT_IMPL="$impl" JSCLIENT_ONCE=c python -m pytest -q "$@" "${SUITE_ARGS[@]}"
 }
 
 # stage NAME CMD...: run CMD; add how long it took to $STAGES (the job's last
@@ -230,7 +241,9 @@ with_python() {
 }
 
 quick_suite() {
-    JSCLIENT_IMPL=c with_python "$1" -m pytest -q "${QUICK[@]}"
+    local tests=("${QUICK[@]}")
+    [[ " ${QUICK_FULL[*]} " == *" $1 "* ]] || tests=("${QUICK_MID[@]}")
+    JSCLIENT_IMPL=c with_python "$1" -m pytest -q "${tests[@]}"
 }
 
 wheel_test() {
@@ -266,7 +279,7 @@ builder() {
 }
 
 lane1() {
-    job "pytest-c" suite c
+    job "pytest-c" suite c -m "not impl_independent"
     other_pythons
 }
 
@@ -280,15 +293,22 @@ lane2() {
     other_pythons
 }
 
-echo "== tests in two lanes, the other Pythons' venvs made beside them (logs: $LOGS)"
+lane3() {
+    job "pytest-c-once" suite c -m impl_independent
+    other_pythons
+}
+
+echo "== tests in three lanes, the other Pythons' venvs made beside them (logs: $LOGS)"
 lane1 &
 pid1=$!
 lane2 &
 pid2=$!
-builder &
+lane3 &
 pid3=$!
+builder &
+pid4=$!
 failed=0
-for pid in "$pid1" "$pid2" "$pid3"; do
+for pid in "$pid1" "$pid2" "$pid3" "$pid4"; do
     if ! wait "$pid"; then
         failed=1
         echo "== a lane stopped before its end (exit status of process $pid)"
