@@ -15,9 +15,9 @@
 # The jobs after lint run in three lanes side by side (most tests wait on a
 # server or a timeout, so three lanes keep the machine's two cores busy): lane
 # 1 runs the tests that run twice with the speedups, lane 2 the pure-Python
-# ones, the JetStream part against js_ack_fc_v2 servers (ADR-53), the
-# benchmark smoke run and the wheel test, lane 3 the implementation-independent
-# tests (once, with the speedups). Meanwhile a builder at a lower CPU
+# ones, the benchmark smoke run and the wheel test, lane 3 the
+# implementation-independent tests (once, with the speedups) and the JetStream
+# part against js_ack_fc_v2 servers (ADR-53). Meanwhile a builder at a lower CPU
 # priority makes the other Pythons' venvs with the CPU the suites leave idle.
 # Then the lanes take the other Pythons' quick suites, then their wheel
 # tests, from one queue, whichever lane is free first, so that no lane
@@ -26,6 +26,24 @@
 # $JSCLIENT_TEST_LOGS (default: a temporary folder); a failed job's log is
 # printed at the end.
 set -euo pipefail
+# 3.13t: free-threaded CPython, run with the GIL off (tests/conftest.py fails
+# the run if anything turns it back on). No distribution packages one, so it
+# is built from source by a script beside the checkout when there is one
+# (JSCLIENT_FREE_THREADED_TOOL, default ../shared/tools/free-threaded-python.sh:
+# it reuses an earlier build, ~8 min of CPU on 2 cores otherwise); else
+# skipped, with the reason. The build is the longest single step of the run,
+# so it starts first, beside this Python's set-up, lint and type check.
+FT_VERSION=3.13
+FT_TOOL="${JSCLIENT_FREE_THREADED_TOOL:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/../shared/tools/free-threaded-python.sh}"
+FT_BUILD="$(mktemp -d)"  # out, err, then rc once the build has ended
+if [ -f "$FT_TOOL" ]; then
+    (
+        set +e
+        bash "$FT_TOOL" "$FT_VERSION" >"$FT_BUILD/out" 2>"$FT_BUILD/err"
+        echo $? >"$FT_BUILD/rc.tmp"
+        mv "$FT_BUILD/rc.tmp" "$FT_BUILD/rc"
+    ) >/dev/null 2>&1 &
+fi
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 echo "== ruff"
 ruff check jsclient jsbench pyspark_jetstream tests benchmarks examples scripts setup.py
@@ -52,36 +70,28 @@ SUITE_ARGS=("$@")
 # tests/equivalence; its integration file (test_read_leader.py) runs on 3.11
 # only (with both implementations), to keep the whole run inside its budget. The ends of
 # the range (3.15 and the free-threaded 3.13t, where language and packaging
-# changes show first) get QUICK; 3.12-3.14 get QUICK_MID, the in-process tests
-# and the core and JetStream publish paths (about half the time of QUICK).
+# changes show first) get QUICK; 3.12-3.14 get QUICK_MID: both twins on the
+# same vectors, and core messaging, fetch and JetStream publish against a
+# server (about a third of the time of QUICK).
 QUICK=(tests/unit tests/equivalence tests/integration/test_core_pubsub.py
        tests/integration/test_pull_fetch.py tests/integration/test_js_publish.py
-       tests/integration/test_fork.py
-       tests/integration/test_write_queue.py tests/integration/test_bench_runner.py
+       tests/integration/test_fork.py tests/integration/test_write_queue.py
        tests/django)
-QUICK_MID=(tests/unit tests/equivalence tests/integration/test_core_pubsub.py
-           tests/integration/test_js_publish.py)
-# ADR-53: the JetStream part of the suite once more, with the speedups, against
-# servers with the v2 ACK and flow-control subjects on (feature flag
-# js_ack_fc_v2, nats-server 2.14+; jsclient.server.NatsServer reads
-# JSCLIENT_TEST_SERVER_FEATURES). The nats-py interop files stay out: nats-py
-# cannot read v2 ack subjects.
-JS_V2=(tests/integration/test_{js_acks,js_batch,js_manage,js_messages,js_publish,kv,kv_watch}.py
-       tests/integration/test_{obj,obj_read,obj_watch,ordered,priority,pull_consume}.py
-       tests/integration/test_{pull_fetch,pull_subscribe,push_subscribe,consumer_deleter}.py
-       tests/integration/test_{consumer_lifecycle,direct_batch,read_leader,scan_bounds}.py
-       tests/integration/test_{ack_fc_v2,api_level_header,persist_mode,fork,interrupts}.py
-       tests/integration/test_{thread_safety,user_code_base_exceptions}.py
-       tests/spark/test_spark_read.py)
-OTHER_PYTHONS=(3.12 3.13 3.14 3.15 3.13t)
-# 3.13t: free-threaded CPython, run with the GIL off (tests/conftest.py fails
-# the run if anything turns it back on). No distribution packages one, so it
-# is built from source by a script beside the checkout when there is one
-# (JSCLIENT_FREE_THREADED_TOOL, default ../shared/tools/free-threaded-python.sh:
-# it reuses an earlier build, ~4 min on 2 cores otherwise); else skipped, with
-# the reason. Its venv gets extra dev only (nkeys needs cffi, which refuses
+QUICK_MID=(tests/equivalence tests/integration/test_core_pubsub.py
+           tests/integration/test_pull_fetch.py tests/integration/test_js_publish.py)
+# ADR-53: the JetStream parts that read or write ack and flow-control
+# subjects once more, with the speedups, against servers with the v2 ACK and
+# flow-control subjects on (feature flag js_ack_fc_v2, nats-server 2.14+;
+# jsclient.server.NatsServer reads JSCLIENT_TEST_SERVER_FEATURES): acks and
+# their metadata, every way of consuming, ordered consumers and watchers,
+# priority groups, and acks from many threads. The nats-py interop files stay
+# out: nats-py cannot read v2 ack subjects.
+JS_V2=(tests/integration/test_{js_acks,ack_fc_v2,js_messages,kv_watch,ordered,priority}.py
+       tests/integration/test_{pull_fetch,pull_consume,pull_subscribe,push_subscribe}.py
+       tests/integration/test_{consumer_lifecycle,thread_safety}.py)
+OTHER_PYTHONS=(3.12 3.13 3.14 3.15 "${FT_VERSION}t")
+# The free-threaded Python (see the top) gets extra dev only (nkeys needs cffi, which refuses
 # free-threaded 3.13; scripts/free-threaded-constraints.txt has the rest).
-FT_TOOL="${JSCLIENT_FREE_THREADED_TOOL:-$ROOT/../shared/tools/free-threaded-python.sh}"
 # The wheel test (sdist -> manylinux wheel -> fresh venv, ~90 s each) on the
 # newest Python and the free-threaded one besides this machine's 3.11: the
 # ends of the range, where packaging changes show first; 3.12-3.14 get the
@@ -153,18 +163,26 @@ setup_python() {
             record "$v" skipped "no free-threaded build script at $FT_TOOL"
             return 0
         fi
+        # The build started at the top; wait for its end.
         start=$(date +%s)
-        set +e
-        py=$(bash "$FT_TOOL" "${v%t}" 2>"$LOGS/ft-$v.err" | tail -n 1)
-        rc=${PIPESTATUS[0]}
-        set -e
+        until [ -f "$FT_BUILD/rc" ]; do
+            if [ $(( $(date +%s) - start )) -ge 2400 ]; then
+                echo "Python $v: the free-threaded build did not end within 40 min: skipped"
+                record "$v" skipped "the free-threaded build did not end within 40 min"
+                return 0
+            fi
+            sleep 2
+        done
+        cp "$FT_BUILD/err" "$LOGS/ft-$v.err"
+        rc=$(cat "$FT_BUILD/rc")
+        py=$(tail -n 1 "$FT_BUILD/out")
         if [ "$rc" -ne 0 ] || [ ! -x "$py" ]; then
             reason=$(tail -n 1 "$LOGS/ft-$v.err")
             echo "Python $v: the free-threaded build failed ($reason): skipped"
             record "$v" skipped "the free-threaded build failed: $reason (log: ft-$v.err)"
             return 0
         fi
-        STAGES="free-threaded build $(( $(date +%s) - start )) s"
+        STAGES="free-threaded build (waited for its end) $(( $(date +%s) - start )) s"
         origin="free-threaded, built from source"
         extras=dev
     elif py=$(bash scripts/find-python.sh "$v"); then
@@ -285,8 +303,6 @@ lane1() {
 
 lane2() {
     job "pytest-python" suite python
-    job "jetstream-v2" env JSCLIENT_TEST_SERVER_FEATURES=js_ack_fc_v2 JSCLIENT_IMPL=c \
-        python -m pytest -q "${JS_V2[@]}"
     job "benchmarks-smoke" python -m pytest -q benchmarks --benchmark-disable
     job "wheel-$(python -c 'import platform; print(platform.python_version())')" \
         python -m pytest -q -m wheel tests/packaging
@@ -295,6 +311,8 @@ lane2() {
 
 lane3() {
     job "pytest-c-once" suite c -m impl_independent
+    job "jetstream-v2" env JSCLIENT_TEST_SERVER_FEATURES=js_ack_fc_v2 JSCLIENT_IMPL=c \
+        python -m pytest -q "${JS_V2[@]}"
     other_pythons
 }
 
