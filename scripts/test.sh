@@ -70,13 +70,17 @@ SUITE_ARGS=("$@")
 # tests/equivalence; its integration file (test_read_leader.py) runs on 3.11
 # only (with both implementations), to keep the whole run inside its budget. The ends of
 # the range (3.15 and the free-threaded 3.13t, where language and packaging
-# changes show first) get QUICK; 3.12-3.14 get QUICK_MID: both twins on the
+# changes show first) get the wheel test; 3.13t, where races show, gets
+# QUICK (the unit tests of threads, futures and the weak registry, forks,
+# the write queue, thread safety, the Django worker: in a lane of its own as
+# soon as its venv is ready), and 3.12-3.15 get QUICK_MID: both twins on the
 # same vectors, and core messaging, fetch and JetStream publish against a
 # server (about a third of the time of QUICK).
-QUICK=(tests/unit tests/equivalence tests/integration/test_core_pubsub.py
+QUICK=(tests/equivalence tests/unit/test_{threads_bounded,future,weak_registry}.py
+       tests/integration/test_core_pubsub.py
        tests/integration/test_pull_fetch.py tests/integration/test_js_publish.py
        tests/integration/test_fork.py tests/integration/test_write_queue.py
-       tests/django)
+       tests/integration/test_thread_safety.py tests/django)
 QUICK_MID=(tests/equivalence tests/integration/test_core_pubsub.py
            tests/integration/test_pull_fetch.py tests/integration/test_js_publish.py)
 # ADR-53: the JetStream parts that read or write ack and flow-control
@@ -89,15 +93,17 @@ QUICK_MID=(tests/equivalence tests/integration/test_core_pubsub.py
 JS_V2=(tests/integration/test_{js_acks,ack_fc_v2,js_messages,kv_watch,ordered,priority}.py
        tests/integration/test_{pull_fetch,pull_consume,pull_subscribe,push_subscribe}.py
        tests/integration/test_{consumer_lifecycle,thread_safety}.py)
-OTHER_PYTHONS=(3.12 3.13 3.14 3.15 "${FT_VERSION}t")
+# The free-threaded one first (the builder makes its venv first: its build is
+# the longest), then the newest.
+OTHER_PYTHONS=("${FT_VERSION}t" 3.15 3.12 3.13 3.14)
 # The free-threaded Python (see the top) gets extra dev only (nkeys needs cffi, which refuses
 # free-threaded 3.13; scripts/free-threaded-constraints.txt has the rest).
 # The wheel test (sdist -> manylinux wheel -> fresh venv, ~90 s each) on the
 # newest Python and the free-threaded one besides this machine's 3.11: the
 # ends of the range, where packaging changes show first; 3.12-3.14 get the
 # quick suite. (All five made the run longer than its 20-minute budget.)
-WHEEL_PYTHONS=(3.15 3.13t)
-QUICK_FULL=(3.15 3.13t)  # the others get QUICK_MID
+WHEEL_PYTHONS=(3.13t 3.15)
+QUICK_FULL=(3.13t)  # the others get QUICK_MID
 
 # job NAME CMD...: run CMD with its output in $LOGS/NAME.log; record its status.
 job() {
@@ -291,7 +297,7 @@ builder() {
     renice -n 10 -p "$BASHPID" >/dev/null || true
     # The free-threaded build first: the longest to make (a compile from
     # source the first time), so it overlaps the two full suites.
-    for v in 3.13t "${OTHER_PYTHONS[@]}"; do
+    for v in "${OTHER_PYTHONS[@]}"; do
         make_python "$v"
     done
 }
@@ -309,6 +315,19 @@ lane2() {
     other_pythons
 }
 
+# lane 4: the free-threaded Python's quick suite and wheel test, as soon as
+# its venv is ready (it waits idle until then); the other Pythons' queue
+# skips what this lane has claimed.
+lane4() {
+    local v="${FT_VERSION}t"
+    if claim "quick-$v" && python_ready "$v"; then
+        job "python-$v" quick_suite "$v"
+        if claim "wheel-$v"; then
+            job "wheel-$v" wheel_test "$v"
+        fi
+    fi
+}
+
 lane3() {
     job "pytest-c-once" suite c -m impl_independent
     job "jetstream-v2" env JSCLIENT_TEST_SERVER_FEATURES=js_ack_fc_v2 JSCLIENT_IMPL=c \
@@ -316,17 +335,19 @@ lane3() {
     other_pythons
 }
 
-echo "== tests in three lanes, the other Pythons' venvs made beside them (logs: $LOGS)"
+echo "== tests in three lanes (and 3.13t's in a fourth), the other Pythons' venvs made beside them (logs: $LOGS)"
 lane1 &
 pid1=$!
 lane2 &
 pid2=$!
 lane3 &
 pid3=$!
-builder &
+lane4 &
 pid4=$!
+builder &
+pid5=$!
 failed=0
-for pid in "$pid1" "$pid2" "$pid3" "$pid4"; do
+for pid in "$pid1" "$pid2" "$pid3" "$pid4" "$pid5"; do
     if ! wait "$pid"; then
         failed=1
         echo "== a lane stopped before its end (exit status of process $pid)"

@@ -103,7 +103,9 @@ def soak(n: int = 1_000_000, sample_every: int = 100_000, timeout: float = 900.0
     with NatsServer(jetstream=True) as srv:
         nc = _connect(srv.url)
         try:
-            js = nc.jetstream(publish_async_max_pending=4000)
+            # A soak measures memory, not stalls: a loaded machine may hold the
+            # window full past the default 0.2 s (TooManyStalledMsgsError).
+            js = nc.jetstream(publish_async_max_pending=4000, publish_async_stall_wait=10.0)
             js.create_stream(
                 name="SOAK", subjects=["soak.>"], storage="memory", retention="workqueue"
             )
