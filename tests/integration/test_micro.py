@@ -248,6 +248,8 @@ def test_stats_handler_and_reset(nc: Client, peer: Client) -> None:
     svc = nc.add_service("withdata", "1.0.0", stats_handler=data)
     svc.add_endpoint("x", _echo)
     peer.request("x", b"1", timeout=5.0)
+    # The count changes at handler return, which may come after the reply arrived.
+    assert _wait_for(lambda: svc.stats().endpoints[0].num_requests == 1)
     assert svc.stats().endpoints[0].data == {"seen": 1, "name": "x"}
     doc = _validate("stats", peer.request(f"$SRV.STATS.withdata.{svc.id}", timeout=5.0).data)
     assert doc["endpoints"][0]["data"] == {"seen": 1, "name": "x"}
