@@ -68,10 +68,10 @@ SUITE_ARGS=("$@")
 # The other supported Pythons: a quick suite with the speedups, and the wheel
 # test built with that Python. The reading role's twins are in
 # tests/equivalence; its integration file (test_read_leader.py) runs on 3.11
-# only (with both implementations), to keep the whole run inside its budget. The ends of
-# the range (3.15 and the free-threaded 3.13t, where language and packaging
-# changes show first) get the wheel test; 3.13t, where races show, gets
-# QUICK (the unit tests of threads, futures and the weak registry, forks,
+# only (with both implementations), to keep the whole run inside its budget.
+# The ends of the range (3.15 and the free-threaded 3.13t, where language and
+# packaging changes show first) get the wheel test; 3.13t, where races show,
+# gets QUICK (the unit tests of threads, futures and the weak registry, forks,
 # the write queue, thread safety, the Django worker: in a lane of its own as
 # soon as its venv is ready), and 3.12-3.15 get QUICK_MID: both twins on the
 # same vectors, and core messaging, fetch and JetStream publish against a
@@ -99,11 +99,9 @@ OTHER_PYTHONS=("${FT_VERSION}t" 3.15 3.12 3.13 3.14)
 # The free-threaded Python (see the top) gets extra dev only (nkeys needs cffi, which refuses
 # free-threaded 3.13; scripts/free-threaded-constraints.txt has the rest).
 # The wheel test (sdist -> manylinux wheel -> fresh venv, ~90 s each) on the
-# newest Python and the free-threaded one besides this machine's 3.11: the
-# ends of the range, where packaging changes show first; 3.12-3.14 get the
-# quick suite. (All five made the run longer than its 20-minute budget.)
-WHEEL_PYTHONS=(3.13t 3.15)
-QUICK_FULL=(3.13t)  # the others get QUICK_MID
+# free-threaded Python and the newest besides this machine's 3.11 (all five
+# made the run longer than its 20-minute budget).
+WHEEL_PYTHONS=("${FT_VERSION}t" 3.15)
 
 # job NAME CMD...: run CMD with its output in $LOGS/NAME.log; record its status.
 job() {
@@ -265,8 +263,8 @@ with_python() {
 }
 
 quick_suite() {
-    local tests=("${QUICK[@]}")
-    [[ " ${QUICK_FULL[*]} " == *" $1 "* ]] || tests=("${QUICK_MID[@]}")
+    local tests=("${QUICK_MID[@]}")
+    [ "$1" != "${FT_VERSION}t" ] || tests=("${QUICK[@]}")
     JSCLIENT_IMPL=c with_python "$1" -m pytest -q "${tests[@]}"
 }
 
@@ -295,8 +293,8 @@ other_pythons() {
 builder() {
     local v
     renice -n 10 -p "$BASHPID" >/dev/null || true
-    # The free-threaded build first: the longest to make (a compile from
-    # source the first time), so it overlaps the two full suites.
+    # The free-threaded venv first: its interpreter (built from the top of
+    # this script on) is the longest to make, and lane 4 waits for it.
     for v in "${OTHER_PYTHONS[@]}"; do
         make_python "$v"
     done
@@ -315,6 +313,13 @@ lane2() {
     other_pythons
 }
 
+lane3() {
+    job "pytest-c-once" suite c -m impl_independent
+    job "jetstream-v2" env JSCLIENT_TEST_SERVER_FEATURES=js_ack_fc_v2 JSCLIENT_IMPL=c \
+        python -m pytest -q "${JS_V2[@]}"
+    other_pythons
+}
+
 # lane 4: the free-threaded Python's quick suite and wheel test, as soon as
 # its venv is ready (it waits idle until then); the other Pythons' queue
 # skips what this lane has claimed.
@@ -326,13 +331,6 @@ lane4() {
             job "wheel-$v" wheel_test "$v"
         fi
     fi
-}
-
-lane3() {
-    job "pytest-c-once" suite c -m impl_independent
-    job "jetstream-v2" env JSCLIENT_TEST_SERVER_FEATURES=js_ack_fc_v2 JSCLIENT_IMPL=c \
-        python -m pytest -q "${JS_V2[@]}"
-    other_pythons
 }
 
 echo "== tests in three lanes (and 3.13t's in a fourth), the other Pythons' venvs made beside them (logs: $LOGS)"
