@@ -39,7 +39,8 @@ FT_BUILD="$(mktemp -d)"  # out, err, then rc once the build has ended
 if [ -f "$FT_TOOL" ]; then
     (
         set +e
-        bash "$FT_TOOL" "$FT_VERSION" >"$FT_BUILD/out" 2>"$FT_BUILD/err"
+        TIMEFORMAT="%U %S"
+        { time bash "$FT_TOOL" "$FT_VERSION" >"$FT_BUILD/out" 2>"$FT_BUILD/err"; } 2>"$FT_BUILD/cpu"
         echo $? >"$FT_BUILD/rc.tmp"
         mv "$FT_BUILD/rc.tmp" "$FT_BUILD/rc"
     ) >/dev/null 2>&1 &
@@ -103,20 +104,23 @@ OTHER_PYTHONS=("${FT_VERSION}t" 3.15 3.12 3.13 3.14)
 # made the run longer than its 20-minute budget).
 WHEEL_PYTHONS=("${FT_VERSION}t" 3.15)
 
-# job NAME CMD...: run CMD with its output in $LOGS/NAME.log; record its status.
+# job NAME CMD...: run CMD with its output in $LOGS/NAME.log; record its status
+# and say how long it took and the CPU it used (its own and its children's, user
+# + system: the run's budget is the two cores' time, so this is what to cut).
 job() {
-    local name="$1" start rc
+    local name="$1" start rc cpu TIMEFORMAT="%U %S"
     shift
     start=$(date +%s)
     set +e
-    (set -e; "$@") >"$LOGS/$name.log" 2>&1
+    { time (set -e; "$@") >"$LOGS/$name.log" 2>&1; } 2>"$LOGS/$name.cpu"
     rc=$?
     set -e
     echo "$rc" >"$LOGS/$name.rc"
+    cpu=$(awk '{printf "%d", $1 + $2}' "$LOGS/$name.cpu")
     if [ "$rc" -eq 0 ]; then
-        echo "== $name: ok ($(( $(date +%s) - start )) s) -- $(tail -n 1 "$LOGS/$name.log")"
+        echo "== $name: ok ($(( $(date +%s) - start )) s, CPU $cpu s) -- $(tail -n 1 "$LOGS/$name.log")"
     else
-        echo "== $name: FAILED (exit $rc, $(( $(date +%s) - start )) s), log: $LOGS/$name.log"
+        echo "== $name: FAILED (exit $rc, $(( $(date +%s) - start )) s, CPU $cpu s), log: $LOGS/$name.log"
     fi
 }
 
@@ -186,7 +190,8 @@ setup_python() {
             record "$v" skipped "the free-threaded build failed: $reason (log: ft-$v.err)"
             return 0
         fi
-        STAGES="free-threaded build (waited for its end) $(( $(date +%s) - start )) s"
+        STAGES="free-threaded build (waited for its end) $(( $(date +%s) - start )) s,"
+        STAGES+=" its CPU $(awk '{printf "%d", $1 + $2}' "$FT_BUILD/cpu") s"
         origin="free-threaded, built from source"
         extras=dev
     elif py=$(bash scripts/find-python.sh "$v"); then
@@ -373,6 +378,8 @@ result() {
     fi
 }
 
+# The CPU of every process the run waited for (user, system), the two cores' budget.
+echo "== CPU of the whole run (user, system): $(times | tail -n 1)"
 echo "== Pythons tested:"
 echo "   $(python -c 'import platform; print(platform.python_version())')" \
     "(full suite: both implementations, the implementation-independent tests once; wheel test)"
