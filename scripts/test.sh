@@ -40,7 +40,7 @@ if [ -f "$FT_TOOL" ]; then
     (
         set +e
         TIMEFORMAT="%U %S"
-        { time bash "$FT_TOOL" "$FT_VERSION" >"$FT_BUILD/out" 2>"$FT_BUILD/err"; } 2>"$FT_BUILD/cpu"
+        { time { bash "$FT_TOOL" "$FT_VERSION" >"$FT_BUILD/out" 2>"$FT_BUILD/err"; }; } 2>"$FT_BUILD/cpu"
         echo $? >"$FT_BUILD/rc.tmp"
         mv "$FT_BUILD/rc.tmp" "$FT_BUILD/rc"
     ) >/dev/null 2>&1 &
@@ -112,7 +112,7 @@ job() {
     shift
     start=$(date +%s)
     set +e
-    { time (set -e; "$@") >"$LOGS/$name.log" 2>&1; } 2>"$LOGS/$name.cpu"
+    { time { (set -e; "$@") >"$LOGS/$name.log" 2>&1; }; } 2>"$LOGS/$name.cpu"
     rc=$?
     set -e
     echo "$rc" >"$LOGS/$name.rc"
