@@ -40,8 +40,19 @@ mapfile -t REQS < <("$VENV/bin/python" - "$EXTRAS" "$FREE_THREADED" <<'PY'
 import re, sys, tomllib
 meta = tomllib.load(open("pyproject.toml", "rb"))["project"]
 reqs = list(meta["dependencies"])
-for extra in filter(None, sys.argv[1].split(",")):
-    reqs += meta["optional-dependencies"][extra]
+extras = list(filter(None, sys.argv[1].split(",")))
+seen = set()
+while extras:
+    extra = extras.pop()
+    if extra in seen:
+        continue
+    seen.add(extra)
+    for req in meta["optional-dependencies"][extra]:
+        own = re.fullmatch(r"jsclient\[([\w,-]+)\]", req)  # an extra made of others
+        if own:
+            extras += own.group(1).split(",")
+        else:
+            reqs.append(req)
 if sys.argv[2] == "1":  # free-threaded: scripts/free-threaded-constraints.txt says why
     lines = open("scripts/free-threaded-constraints.txt").read().splitlines()
     skip = {ln.split()[1].lower() for ln in lines if ln.startswith("skip ")}

@@ -97,11 +97,13 @@ JS_V2=(tests/integration/test_{js_acks,ack_fc_v2,js_messages,kv_watch,ordered,pr
 # The free-threaded one first (the builder makes its venv first: its build is
 # the longest), then the newest.
 OTHER_PYTHONS=("${FT_VERSION}t" 3.15 3.12 3.13 3.14)
-# The free-threaded Python (see the top) gets extra dev only (nkeys needs cffi, which refuses
-# free-threaded 3.13; scripts/free-threaded-constraints.txt has the rest).
 # The wheel test (sdist -> manylinux wheel -> fresh venv, ~90 s each) on the
 # free-threaded Python and the newest besides this machine's 3.11 (all five
-# made the run longer than its 20-minute budget).
+# made the run longer than its 20-minute budget). Their venvs get the dev
+# extra (the build and packaging tools; and QUICK's Django, Celery and
+# OpenTelemetry), the others the test extra only. None gets nkeys (the creds
+# tests run on 3.11; nkeys needs cffi, which refuses free-threaded 3.13, and
+# scripts/free-threaded-constraints.txt has the rest).
 WHEEL_PYTHONS=("${FT_VERSION}t" 3.15)
 
 # job NAME CMD...: run CMD with its output in $LOGS/NAME.log; record its status
@@ -132,7 +134,7 @@ job() {
 suite() {
     local impl="$1"
     shift
-    JSCLIENT_IMPL="$impl" JSCLIENT_ONCE=c python -m pytest -q "$@" "${SUITE_ARGS[@]}"
+    JSCLIENT_IMPL="$impl" JSCLIENT_ONCE=c python -m pytest -q --durations=30 "$@" "${SUITE_ARGS[@]}"
 }
 
 # stage NAME CMD...: run CMD; add how long it took to $STAGES (the job's last
@@ -164,7 +166,10 @@ record() {
 
 # setup_python V: find Python V, else fetch Debian's, and make its venv.
 setup_python() {
-    local v="$1" py venv origin rc reason start envfile=- STAGES="" extras=dev,nkeys
+    local v="$1" py venv origin rc reason start envfile=- STAGES="" extras=test
+    # The quick suite needs the test extra only; the wheel test the build and
+    # packaging tools of dev.
+    [[ " ${WHEEL_PYTHONS[*]} " != *" $v "* ]] || extras=dev
     if [[ "$v" == *t ]]; then
         if [ ! -f "$FT_TOOL" ]; then
             echo "Python $v: no free-threaded build script at $FT_TOOL: skipped"
@@ -193,7 +198,6 @@ setup_python() {
         STAGES="free-threaded build (waited for its end) $(( $(date +%s) - start )) s,"
         STAGES+=" its CPU $(awk '{printf "%d", $1 + $2}' "$FT_BUILD/cpu") s"
         origin="free-threaded, built from source"
-        extras=dev
     elif py=$(bash scripts/find-python.sh "$v"); then
         origin="this machine's"
     else
@@ -379,7 +383,8 @@ result() {
 }
 
 # The CPU of every process the run waited for (user, system), the two cores' budget.
-echo "== CPU of the whole run (user, system): $(times | tail -n 1)"
+times >"$LOGS/times"  # (not in $(...): a subshell's own times are nil)
+echo "== CPU of the whole run (user, system): $(tail -n 1 "$LOGS/times")"
 echo "== Pythons tested:"
 echo "   $(python -c 'import platform; print(platform.python_version())')" \
     "(full suite: both implementations, the implementation-independent tests once; wheel test)"
