@@ -94,8 +94,8 @@ QUICK_MID=(tests/equivalence tests/integration/test_core_pubsub.py
 JS_V2=(tests/integration/test_{js_acks,ack_fc_v2,js_messages,kv_watch,ordered,priority}.py
        tests/integration/test_{pull_fetch,pull_consume,pull_subscribe,push_subscribe}.py
        tests/integration/test_{consumer_lifecycle,thread_safety}.py)
-# The free-threaded one first (the builder makes its venv first: its build is
-# the longest), then the newest.
+# The free-threaded one first (its build is the longest; lane 4 makes its venv),
+# then the newest.
 OTHER_PYTHONS=("${FT_VERSION}t" 3.15 3.12 3.13 3.14)
 # The wheel test (sdist -> manylinux wheel -> fresh venv, ~90 s each) on the
 # free-threaded Python and the newest besides this machine's 3.11 (all five
@@ -302,10 +302,10 @@ other_pythons() {
 builder() {
     local v
     renice -n 10 -p "$BASHPID" >/dev/null || true
-    # The free-threaded venv first: its interpreter (built from the top of
-    # this script on) is the longest to make, and lane 4 waits for it.
+    # Not the free-threaded venv: lane 4 makes it as soon as its interpreter
+    # is built, at full priority, since that lane is the run's longest path.
     for v in "${OTHER_PYTHONS[@]}"; do
-        make_python "$v"
+        [ "$v" = "${FT_VERSION}t" ] || make_python "$v"
     done
 }
 
@@ -329,9 +329,9 @@ lane3() {
     other_pythons
 }
 
-# lane 4: the free-threaded Python's quick suite and wheel test, as soon as
-# its venv is ready (it waits idle until then); the other Pythons' queue
-# skips what this lane has claimed.
+# lane 4: the free-threaded Python's venv (waiting idle for its build), then
+# its quick suite and, unless a lane of the queue took it meanwhile, its wheel
+# test; the other Pythons' queue skips what this lane has claimed.
 lane4() {
     local v="${FT_VERSION}t"
     if claim "quick-$v" && python_ready "$v"; then
