@@ -9,7 +9,8 @@
 #   bash scripts/stress.sh PYTHON [RUNS]    (RUNS default 20)
 #
 # Each run is a fresh pytest process; a failed run's output is kept in
-# $JSCLIENT_STRESS_LOGS (default: a temporary folder). Prints one line per
+# $JSCLIENT_STRESS_LOGS (default: a temporary folder); JSCLIENT_STRESS_IMPLS
+# chooses the implementations (default "c python"). Prints a line per failed
 # run and a count per implementation; exits 1 if any run failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,7 +24,7 @@ FILES=(tests/integration/test_thread_safety.py tests/integration/test_publisher_
        tests/equivalence/test_equiv_writer.py)
 "$PY" -c 'import sys; print(sys.version.split()[0], "GIL enabled:", getattr(sys, "_is_gil_enabled", lambda: True)())'
 failed=0
-for impl in c python; do
+for impl in ${JSCLIENT_STRESS_IMPLS:-c python}; do
     ok=0
     start=$(date +%s)
     for run in $(seq 1 "$RUNS"); do
