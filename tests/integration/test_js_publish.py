@@ -95,9 +95,14 @@ def test_no_stream_retries_then_fails(js: JetStream) -> None:
 
 
 def test_503_retry_succeeds_when_stream_appears(nats_server: NatsServer, js: JetStream) -> None:
+    # Connected before: the stream comes 0.1 s into the publish's 0.5 s of
+    # retries (twice, 250 ms apart) even when connecting is slow (a loaded
+    # machine, a free-threaded build without PGO).
+    other = jsclient.connect(nats_server.url)
+
     def create_later() -> None:
-        time.sleep(0.3)
-        with jsclient.connect(nats_server.url) as other:
+        with other:
+            time.sleep(0.1)
             other.jetstream().create_stream(name="LATE", subjects=["late"], storage="memory")
 
     t = threading.Thread(target=create_later)
