@@ -106,6 +106,16 @@ OTHER_PYTHONS=("${FT_VERSION}t" 3.15 3.12 3.13 3.14)
 # scripts/free-threaded-constraints.txt has the rest).
 WHEEL_PYTHONS=("${FT_VERSION}t" 3.15)
 
+# cpu_of FILE: the whole seconds of a "%U %S" time report (user + system).
+cpu_of() {
+    awk '{printf "%d", $1 + $2}' "$1"
+}
+
+# has_wheel_test V: true if Python V is one of WHEEL_PYTHONS.
+has_wheel_test() {
+    [[ " ${WHEEL_PYTHONS[*]} " == *" $1 "* ]]
+}
+
 # job NAME CMD...: run CMD with its output in $LOGS/NAME.log; record its status
 # and say how long it took and the CPU it used (its own and its children's, user
 # + system: the run's budget is the two cores' time, so this is what to cut).
@@ -118,7 +128,7 @@ job() {
     rc=$?
     set -e
     echo "$rc" >"$LOGS/$name.rc"
-    cpu=$(awk '{printf "%d", $1 + $2}' "$LOGS/$name.cpu")
+    cpu=$(cpu_of "$LOGS/$name.cpu")
     if [ "$rc" -eq 0 ]; then
         echo "== $name: ok ($(( $(date +%s) - start )) s, CPU $cpu s) -- $(tail -n 1 "$LOGS/$name.log")"
     else
@@ -169,7 +179,7 @@ setup_python() {
     local v="$1" py venv origin rc reason start envfile=- STAGES="" extras=test
     # The quick suite needs the test extra only; the wheel test the build and
     # packaging tools of dev.
-    [[ " ${WHEEL_PYTHONS[*]} " != *" $v "* ]] || extras=dev
+    if has_wheel_test "$v"; then extras=dev; fi
     if [[ "$v" == *t ]]; then
         if [ ! -f "$FT_TOOL" ]; then
             echo "Python $v: no free-threaded build script at $FT_TOOL: skipped"
@@ -196,7 +206,7 @@ setup_python() {
             return 0
         fi
         STAGES="free-threaded build (waited for its end) $(( $(date +%s) - start )) s,"
-        STAGES+=" its CPU $(awk '{printf "%d", $1 + $2}' "$FT_BUILD/cpu") s"
+        STAGES+=" its CPU $(cpu_of "$FT_BUILD/cpu") s"
         origin="free-threaded, built from source"
     elif py=$(bash scripts/find-python.sh "$v"); then
         origin="this machine's"
@@ -397,7 +407,7 @@ for v in "${OTHER_PYTHONS[@]}"; do
     case "$state" in
         ready)
             wheel="wheel test $(result "wheel-$v")"
-            [[ " ${WHEEL_PYTHONS[*]} " == *" $v "* ]] || wheel="wheel test on 3.11, 3.15 and 3.13t only"
+            has_wheel_test "$v" || wheel="wheel test on 3.11, 3.15 and 3.13t only"
             echo "   $version ($origin): quick suite $(result "python-$v"), $wheel" ;;
         skipped) echo "   $v: skipped, $venv" ;;
         *) echo "   $v: venv and build failed (log: $LOGS/setup-$v.log)" ;;
