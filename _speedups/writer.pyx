@@ -121,6 +121,7 @@ cdef class WriteQueue:
     cdef Py_ssize_t _out_lead
     cdef Py_ssize_t _out_len
     cdef list _out_holes
+    cdef long long _write_mark
 
     def __init__(self, limit):
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -150,6 +151,7 @@ cdef class WriteQueue:
         self._out_lead = 0
         self._out_len = 0
         self._out_holes = []
+        self._write_mark = 0
 
     def __len__(self):
         return PyList_GET_SIZE(self._chunks)
@@ -234,7 +236,8 @@ cdef class WriteQueue:
             self.out_bytes += payload_len
             if payload_len >= C_GATHER_MIN:
                 self.big = True
-        if self.nbytes >= self.write_at:
+        if self.nbytes >= self.write_at + self._write_mark:
+            self._write_mark = self.nbytes
             return C_WRITE
         if self.kicked:
             return C_QUEUED
@@ -284,6 +287,7 @@ cdef class WriteQueue:
                 self._out_holes = []
             self._from = end
             self._lead = 0
+            self._write_mark = 0
         return chunks, size
 
     cdef tuple _split_at(self, list chunks, long long pos):

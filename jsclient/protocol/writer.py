@@ -35,11 +35,15 @@ msgs)`` queues an already encoded frame counted as ``msgs`` publishes of
   for a reconnect, then uses ``push_always``);
 - ``TOO_BIG`` (3, ``pub`` only): nothing queued: the payload is longer than
   ``max_payload``;
-- ``WRITE`` (5): queued, and the queue now holds at least ``write_at`` bytes:
-  the caller should write it out itself if no other thread is writing (a
-  publishing thread then writes in batches, as one thread with a plain socket
-  would, instead of handing every batch to the flusher); ``kicked`` is left
-  as it was. This is checked before ``QUEUED``/``KICK``.
+- ``WRITE`` (5): queued, and the queue now holds at least ``write_at`` bytes
+  more than when it last said ``WRITE`` (0 after a ``take``): the caller
+  should write it out itself if no other thread is writing (a publishing
+  thread then writes in batches, as one thread with a plain socket would,
+  instead of handing every batch to the flusher); ``kicked`` is left as it
+  was. This is checked before ``QUEUED``/``KICK``. Once per ``write_at``
+  bytes, not on every frame past it: while another thread writes, the
+  publishes that pile up meanwhile take the plain path instead of each
+  asking for the busy token (that cost a publishing loop half its speed).
 
 A frame larger than ``limit`` is still queued when the queue is empty, so a
 single large message always fits. ``push_always(data, payload_len, msgs)``
@@ -169,6 +173,7 @@ class WriteQueue:
         "_out_holes",
         "_out_lead",
         "_out_len",
+        "_write_mark",
         "appended",
         "big",
         "iov_max",
@@ -215,6 +220,7 @@ class WriteQueue:
         self._lead = 0
         self._holes: list[tuple[int, int]] = []
         self._barrier = -1  # pause(): take nothing past this position (-1: none)
+        self._write_mark = 0  # nbytes when WRITE was last returned (0 after take)
         self._out_from = 0
         self._out_end = 0
         self._out_lead = 0
@@ -292,7 +298,8 @@ class WriteQueue:
             self.out_bytes += payload_len
             if payload_len >= GATHER_MIN:
                 self.big = True
-        if self.nbytes >= self.write_at:
+        if self.nbytes >= self.write_at + self._write_mark:
+            self._write_mark = self.nbytes
             return WRITE
         if self.kicked:
             return QUEUED
@@ -333,6 +340,7 @@ class WriteQueue:
             self._holes = [h for h in holes if h[0] >= end]
             self._from = end
             self._lead = 0
+            self._write_mark = 0
         return chunks, size
 
     def _split_at(self, chunks: list[bytes], pos: int) -> tuple[list[bytes], list[bytes]]:

@@ -142,12 +142,19 @@ def test_write_at(impl: SimpleNamespace) -> None:
     assert q.push(b"x" * 30) == 0
     assert q.push(b"x" * 10) == 5  # 100 >= write_at: the adding thread should write it
     assert q.kicked  # left as it was
+    # Once per write_at bytes: the frames after it (another thread is
+    # writing, say) take the plain path until 100 more bytes are queued.
     q.kicked = False
-    assert q.pub(b"s", b"y", 100) == 5  # checked before KICK
+    assert q.pub(b"s", b"y", 100) == 1  # a 13-byte frame: 113 queued
+    assert q.push(b"x" * 60) == 0
+    assert q.push_always(b"x" * 26) == 0  # 199 - 100 < write_at
+    q.kicked = False
+    assert q.push_always(b"PING\r\n") == 5  # checked before KICK
     assert not q.kicked
-    assert q.push_always(b"PING\r\n") == 5
-    q.take()
-    assert q.push(b"z") == 1
+    assert q.push(b"x" * 99) == 1  # 304 - 205 < write_at
+    q.take()  # the count starts again
+    assert q.push(b"z") == 0  # still kicked
+    assert q.push(b"x" * 99) == 5
 
 
 def test_too_big(impl: SimpleNamespace) -> None:
