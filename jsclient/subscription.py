@@ -63,6 +63,15 @@ class Subscription(SubState):
     :mod:`jsclient.protocol.delivery`); this class is the consuming side.
     """
 
+    #: ``next_msg`` may pop the local batch itself (``_take``'s first step):
+    #: false in a subclass with a ``_take`` of its own (a JetStream push
+    #: subscription counts and checks what it hands out).
+    _plain_take = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._plain_take = cls._take is Subscription._take
+
     def __init__(
         self,
         client: Core,
@@ -221,6 +230,16 @@ class Subscription(SubState):
 
     def next_msg(self, timeout: float | None = 1.0) -> Msg:
         """The next message; TimeoutError if none arrives within ``timeout`` seconds."""
+        local = self._local
+        if local and self._plain_take and not self._discard and self._cb is None:
+            # The fast path: the rest of a routed batch (_take's first step, inline).
+            try:
+                msg = local.popleft()
+            except IndexError:  # another thread took the last one
+                pass
+            else:
+                self._took(1, len(msg.data))
+                return msg
         if self._cb is not None:
             raise errors.BadSubscriptionError(
                 "nats: next_msg() is not available on a subscription with a callback"
