@@ -22,6 +22,7 @@ import socket
 import ssl
 import threading
 import time
+import weakref
 from collections import deque
 from typing import Any
 
@@ -75,6 +76,14 @@ class _Pong:
         self.ok = False
 
 
+def _weak(owner: Any) -> Any:
+    """A weak proxy of ``owner`` (None, or an object without weak references, as is)."""
+    try:
+        return weakref.proxy(owner)
+    except TypeError:
+        return owner
+
+
 class Connection:
     """Socket-level engine of a client. ``owner`` (the Client) gets frames and events."""
 
@@ -110,7 +119,13 @@ class Connection:
         self._last_error: BaseException | None = None
         self.writer = Writer(self, opts)
         parser = _impl.parser.Parser(max_control_line=opts.max_control_line)
-        self.rs = _impl.readstate.ReadState(owner, subs, msg_type, parser, LINGER)
+        # The reader's owner, and every inbound message's ``_client``, is a weak
+        # proxy: a message holds no strong reference back into the client, so
+        # it is never part of a reference cycle, and the speedups build makes
+        # messages without the cycle collector's tracking (a collection per
+        # 700 queued messages cost ~0.3 µs a message). The client outlives its
+        # reader: this connection holds it.
+        self.rs = _impl.readstate.ReadState(_weak(owner), subs, msg_type, parser, LINGER)
         self.reader = Reader(self, self.rs, self.writer, self._closing)
 
     # -- establishing ------------------------------------------------------

@@ -85,8 +85,9 @@ class Msg(MsgBase):
 
     @headers.setter
     def headers(self, value: dict[str, str] | None) -> None:
+        hdr = _headers.encode(value) if value is not None else None  # checked first
         self._headers = value
-        self._hdr = _headers.encode(value) if value is not None else None
+        self._hdr = hdr
         self._size = -1
 
     @property
@@ -203,7 +204,10 @@ class Msg(MsgBase):
         client = self._client
         if client is None:
             raise errors.Error("nats: message is not bound to a connection")
-        client._publish_ack(reply, body)
+        try:
+            client._publish_ack(reply, body)
+        except ReferenceError:  # its connection's client is gone (closed and dropped)
+            raise errors.ConnectionClosedError() from None
         # Marked only after the publish went into the write buffer (ADR-15).
         self._ackd = ACK_DONE
 
@@ -212,7 +216,13 @@ class Msg(MsgBase):
             raise errors.NotJSMessageError()
 
     def _require_client(self) -> Core:
+        """The message's client: for an inbound message, a weak proxy of it (see
+        :mod:`jsclient.connection`); ConnectionClosedError once it is gone."""
         client: Core | None = self._client
         if client is None:
             raise errors.Error("nats: message is not bound to a connection")
+        try:
+            client.__class__  # noqa: B018 (a dead proxy raises here)
+        except ReferenceError:
+            raise errors.ConnectionClosedError() from None
         return client

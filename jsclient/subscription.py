@@ -63,10 +63,11 @@ class Subscription(SubState):
     :mod:`jsclient.protocol.delivery`); this class is the consuming side.
     """
 
-    #: ``next_msg`` may pop the local batch itself (``_take``'s first step):
+    #: ``next_msg`` may hand out the local batch itself (``_take``'s first step):
     #: false in a subclass with a ``_take`` of its own (a JetStream push
     #: subscription counts and checks what it hands out).
     _plain_take = True
+    _local: deque[Msg]  # SubState's: messages already taken off _q
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -93,11 +94,14 @@ class Subscription(SubState):
         self.subject = subject
         self.queue = queue_group
         self._cb = cb
-        self._local: deque[Msg] = deque()  # consumer-side messages already taken off _q
         self._held: deque[Any] = deque()  # what a wait took off _q (see _take)
         self._waiter: Any = None  # the taker's Reply of _await, made once
         self._closed = False
         self._discard = False  # unsubscribe()/close(): queued messages are dropped
+        # SubState.next_msg hands out the rest of a taken batch itself (in C in
+        # the speedups build): not with a callback, a _take of a subclass's own,
+        # or once queued messages are dropped.
+        self._fast_next = self._plain_take and cb is None
         self._draining = False
         self._dispatcher: threading.Thread | None = None
         if cb is not None:
@@ -118,6 +122,7 @@ class Subscription(SubState):
         more; drain and auto-unsubscribe keep it.
         """
         if discard:
+            self._fast_next = False
             self._discard = True
         if not self._closed:
             self._closed = True
@@ -200,7 +205,8 @@ class Subscription(SubState):
         ``timeout``, the end reason (or BadSubscriptionError) once it ended."""
         if not (self._local or self._held) and self._q.empty():
             self._await(timeout, claim)
-        return self.next_msg(0)
+        msg: Msg = self.next_msg(0)
+        return msg
 
     def _give_back(self, msgs: list[Msg]) -> None:
         """Put messages taken but not handed out back in front, in order (an
@@ -228,18 +234,12 @@ class Subscription(SubState):
                 q.put(item)
                 raise _Ended(item.error)
 
-    def next_msg(self, timeout: float | None = 1.0) -> Msg:
-        """The next message; TimeoutError if none arrives within ``timeout`` seconds."""
-        local = self._local
-        if local and self._plain_take and not self._discard and self._cb is None:
-            # The fast path: the rest of a routed batch (_take's first step, inline).
-            try:
-                msg = local.popleft()
-            except IndexError:  # another thread took the last one
-                pass
-            else:
-                self._took(1, len(msg.data))
-                return msg
+    #: The next message; TimeoutError if none arrives within ``timeout`` seconds.
+    #: The rest of a taken batch is handed out by ``SubState.next_msg`` itself
+    #: (no Python frame in the speedups build), the rest by ``_next_msg``.
+    next_msg = SubState.next_msg
+
+    def _next_msg(self, timeout: float | None) -> Msg:
         if self._cb is not None:
             raise errors.BadSubscriptionError(
                 "nats: next_msg() is not available on a subscription with a callback"
@@ -277,13 +277,24 @@ class Subscription(SubState):
         cb = self._cb
         assert cb is not None
         take = self._take
+        local = self._local
+        took = self._took
+        plain = self._plain_take
         while True:
-            try:
-                msg = take(WAIT_SLICE)
-            except queue.Empty:
-                continue
-            except _Ended:
-                return
+            if plain and local and not self._discard:
+                # The rest of a taken batch (_take's first step, inline: per message).
+                try:
+                    msg = local.popleft()
+                except IndexError:  # (one dispatcher: only a give-back could race)
+                    continue
+                took(1, len(msg.data))
+            else:
+                try:
+                    msg = take(WAIT_SLICE)
+                except queue.Empty:
+                    continue
+                except _Ended:
+                    return
             try:
                 cb(msg)
             except BaseException as exc:  # the dispatcher outlives user code (issue 32)

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -141,6 +142,10 @@ class SubState:
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._took_lock = threading.Lock()
         self._taker: Any = None  # a Reply(taker=True) waiting for this queue, see _flush_batch
+        # The consuming side's: messages already taken off _q, and whether
+        # next_msg may hand them out itself (see next_msg).
+        self._local: deque[Any] = deque()
+        self._fast_next = False
 
     def _took(self, n: int, nbytes: int) -> None:
         """Count ``n`` messages of ``nbytes`` payload bytes handed out (or, with a
@@ -148,6 +153,25 @@ class SubState:
         with self._took_lock:
             self._consumed += n
             self._out_bytes += nbytes
+
+    def next_msg(self, timeout: float | None = 1.0) -> Any:
+        """The next message; TimeoutError if none arrives within ``timeout`` seconds.
+
+        While ``_fast_next`` is set (the consuming class sets it) the rest of a
+        taken batch is handed out here, counted; everything else is the
+        consuming class's ``_next_msg(timeout)``.
+        """
+        if self._fast_next:
+            local = self._local
+            if local:
+                try:
+                    msg = local.popleft()
+                except IndexError:  # another thread took the last one
+                    pass
+                else:
+                    self._took(1, len(msg.data))
+                    return msg
+        return self._next_msg(timeout)  # type: ignore[attr-defined]
 
     def _flush_batch(self) -> None:
         """Hand the collected messages to the consumer in one queue put."""

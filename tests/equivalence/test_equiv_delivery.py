@@ -350,3 +350,28 @@ def test_msgbase_fields(impl: SimpleNamespace) -> None:
     assert (m._headers, m._meta, m._ackd) == (None, None, 0)
     m2 = impl.delivery.MsgBase(None, "a", "", b"")
     assert (m2._hdr, m2._size, m2.sid) == (None, -1, 0)
+
+
+def test_next_msg_hands_out_the_taken_batch_while_fast(impl: SimpleNamespace) -> None:
+    """``SubState.next_msg``: with ``_fast_next`` set, the local deque's messages
+    go out in order, each counted (``_consumed``, ``_out_bytes``); an empty
+    deque, or ``_fast_next`` unset, is the subclass's ``_next_msg(timeout)``."""
+    d, msg_type, owner, _ = _setup(impl, [(100, 1 << 40, 0, False)])
+    slow_calls: list[Any] = []
+
+    class Sub(d.SubState):
+        def _next_msg(self, timeout: Any) -> Any:
+            slow_calls.append(timeout)
+            return "slow"
+
+    sub = Sub(1, 100, 1 << 40, 0)
+    assert not sub._fast_next and not sub._local
+    msgs = [msg_type(owner, f"s.{i}", "", b"x" * i) for i in range(3)]
+    sub._local.extend(msgs)
+    assert sub.next_msg(0.5) == "slow"  # not fast: the subclass decides
+    sub._fast_next = True
+    got = [sub.next_msg(), sub.next_msg(2.0), sub.next_msg(timeout=None)]
+    assert got == msgs
+    assert (sub._consumed, sub._out_bytes) == (3, 0 + 1 + 2)
+    assert sub.next_msg(timeout=3.0) == "slow"  # the deque is empty
+    assert slow_calls == [0.5, 3.0]
