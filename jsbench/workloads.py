@@ -66,10 +66,10 @@ def _core() -> list[Workload]:
     # rounds agree. Quick runs keep counts of a fraction of a second: fewer
     # messages would time mostly connection start-up.
     for size, n, quick in (
-        (16, 2_000_000, 200_000),
-        (1024, 500_000, 100_000),
-        (4096, 300_000, 50_000),
-        (65536, 10_000, 5_000),
+        (16, 8_000_000, 200_000),
+        (1024, 2_500_000, 100_000),
+        (4096, 900_000, 50_000),
+        (65536, 30_000, 5_000),
     ):
         label = f"{size // 1024} KiB" if size >= 1024 else f"{size} B"
         out.append(
@@ -115,7 +115,7 @@ def _core() -> list[Workload]:
                 f"core-receive-{mode}",
                 f"core receive 16 B via {how}, external publisher with a credit window",
                 fns,
-                400_000,
+                1_500_000,
                 20_000,
                 16,
                 targets=targets,
