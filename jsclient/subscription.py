@@ -234,10 +234,11 @@ class Subscription(SubState):
                 q.put(item)
                 raise _Ended(item.error)
 
-    #: The next message; TimeoutError if none arrives within ``timeout`` seconds.
-    #: The rest of a taken batch is handed out by ``SubState.next_msg`` itself
-    #: (no Python frame in the speedups build), the rest by ``_next_msg``.
-    next_msg = SubState.next_msg
+    def next_msg(self, timeout: float | None = 1.0) -> Msg:
+        """The next message; TimeoutError if none arrives within ``timeout`` seconds."""
+        # Replaced by SubState.next_msg below the class (this body is what it does).
+        msg: Msg = SubState.next_msg(self, timeout)
+        return msg
 
     def _next_msg(self, timeout: float | None) -> Msg:
         if self._cb is not None:
@@ -362,3 +363,10 @@ class Subscription(SubState):
             self._dispatcher.join(_remaining(deadline, None))
             if self._dispatcher.is_alive():
                 raise errors.DrainTimeoutError()
+
+
+# The rest of a taken batch is handed out by SubState.next_msg itself (in C in
+# the speedups build: no Python frame per message); everything else is
+# Subscription._next_msg. Bound here rather than in the class body so that the
+# API reference, read from the source, documents the method above.
+Subscription.next_msg = SubState.next_msg  # type: ignore[method-assign]
