@@ -2,21 +2,26 @@
 """Cython twin of :mod:`jsclient.protocol.writer` (the specification).
 
 Same names, codes and behaviour. Frames are built with one allocation and
-``memcpy``; counters are C integers. Each call that changes the queue runs in
-a critical section on it: free where a GIL exists (a call that runs no
-Python code is atomic then anyway), a per-object lock on a free-threaded
-build; the subject cache is read with a strong reference. ``Counter`` counts
-with one atomic add. ``write`` runs no Python code, so an interrupt raised
-into the writing thread lands before or after it.
+``memcpy``, a small publish after small frames straight into the chunk
+being filled (the specification's coalescing); counters are C integers.
+Each call that changes the queue runs in a critical section on it: free
+where a GIL exists (a call that runs no Python code is atomic then anyway),
+a per-object lock on a free-threaded build; the subject cache is read with
+a strong reference. ``Counter`` counts with one atomic add. ``write`` runs
+no Python code, so an interrupt raised into the writing thread lands before
+or after it.
 """
 
 cimport cython
 
 from jsclient.protocol.commands import frame_start
 
+from cpython.bytearray cimport (
+    PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE, PyByteArray_Resize,
+)
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_Append, PyList_GET_SIZE
-from cpython.object cimport PyObject
+from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.object cimport PyObject, Py_SIZE
 from libc.string cimport memcpy
 
 cdef extern from "_jsc_compat.h":
@@ -67,13 +72,21 @@ cdef inline Py_ssize_t _digits(Py_ssize_t v, char* out):
     return n
 
 
+cdef inline Py_ssize_t _frame_len(Py_ssize_t slen, Py_ssize_t dlen, Py_ssize_t blen):
+    return 4 + slen + 1 + dlen + 2 + blen + 2
+
+
 cdef bytes _frame(const char* subj, Py_ssize_t slen, const char* body, Py_ssize_t blen):
     """b"PUB " + subject + b" " + len + b"\\r\\n" + body + b"\\r\\n"."""
     cdef char num[24]
     cdef Py_ssize_t dlen = _digits(blen, num)
-    cdef Py_ssize_t total = 4 + slen + 1 + dlen + 2 + blen + 2
-    cdef bytes frame = PyBytes_FromStringAndSize(NULL, total)
-    cdef char* p = PyBytes_AS_STRING(frame)
+    cdef bytes frame = PyBytes_FromStringAndSize(NULL, _frame_len(slen, dlen, blen))
+    _fill(PyBytes_AS_STRING(frame), subj, slen, num, dlen, body, blen)
+    return frame
+
+
+cdef inline void _fill(char* p, const char* subj, Py_ssize_t slen, const char* num,
+                       Py_ssize_t dlen, const char* body, Py_ssize_t blen):
     memcpy(p, b"PUB ", 4)
     p += 4
     memcpy(p, subj, slen)
@@ -89,7 +102,6 @@ cdef bytes _frame(const char* subj, Py_ssize_t slen, const char* body, Py_ssize_
     p += blen
     p[0] = 13
     p[1] = 10
-    return frame
 
 
 cdef class WriteQueue:
@@ -122,6 +134,7 @@ cdef class WriteQueue:
     cdef Py_ssize_t _out_len
     cdef list _out_holes
     cdef long long _write_mark
+    cdef bint _open  # the last chunk takes more small frames (see _push)
 
     def __init__(self, limit):
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -152,6 +165,7 @@ cdef class WriteQueue:
         self._out_len = 0
         self._out_holes = []
         self._write_mark = 0
+        self._open = False
 
     def __len__(self):
         return PyList_GET_SIZE(self._chunks)
@@ -180,10 +194,38 @@ cdef class WriteQueue:
         plen = PyBytes_GET_SIZE(data)
         if plen > max_payload:
             return C_TOO_BIG
-        frame = _frame(
+        return self._pub_frame(
             PyBytes_AS_STRING(subject), PyBytes_GET_SIZE(subject), PyBytes_AS_STRING(data), plen
         )
-        return self._add(frame, plen, 1)
+
+    cdef int _pub_frame(self, const char* subj, Py_ssize_t slen, const char* body,
+                        Py_ssize_t blen) except -1:
+        # A small frame after small frames is written straight into the open
+        # chunk (no bytes object of its own); else as _add would.
+        cdef char num[24]
+        cdef Py_ssize_t dlen = _digits(blen, num)
+        cdef Py_ssize_t total = _frame_len(slen, dlen, blen)
+        if total < C_GATHER_MIN:
+            with cython.critical_section(self):
+                if self._open:
+                    if not self.open or (self.nbytes and self.nbytes + total > self.limit):
+                        return C_FULL
+                    _fill(self._tail_room(total), subj, slen, num, dlen, body, blen)
+                    return self._counted(total, blen, 1)
+        return self._add(_frame(subj, slen, body, blen), blen, 1)
+
+    cdef char* _tail_room(self, Py_ssize_t n) except NULL:
+        # In a critical section on self, with _open set: the last chunk as a
+        # bytearray grown by ``n`` bytes; returns where those bytes go.
+        cdef Py_ssize_t i = PyList_GET_SIZE(self._chunks) - 1
+        cdef object last = <object>PyList_GET_ITEM(self._chunks, i)
+        cdef Py_ssize_t old
+        if type(last) is bytes:
+            last = PyByteArray_FromStringAndSize(PyBytes_AS_STRING(last), PyBytes_GET_SIZE(last))
+            self._chunks[i] = last
+        old = PyByteArray_GET_SIZE(last)
+        PyByteArray_Resize(last, old + n)
+        return PyByteArray_AS_STRING(last) + old
 
     def ack(self, str subject not None, bytes body not None):
         cdef Py_ssize_t slen
@@ -192,14 +234,12 @@ cdef class WriteQueue:
         if PyUnicode_IS_ASCII(subject):
             s = <const char*>PyUnicode_DATA(subject)
             slen = PyUnicode_GET_LENGTH(subject)
-            frame = _frame(s, slen, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body))
-        else:
-            encoded = subject.encode("utf-8", "surrogateescape")
-            frame = _frame(
-                PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded),
-                PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body),
-            )
-        return self._add(frame, PyBytes_GET_SIZE(body), 1)
+            return self._pub_frame(s, slen, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body))
+        encoded = subject.encode("utf-8", "surrogateescape")
+        return self._pub_frame(
+            PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded),
+            PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body),
+        )
 
     def push(self, bytes data not None, long long payload_len=0, long long msgs=0):
         return self._add(data, payload_len, msgs)
@@ -227,10 +267,19 @@ cdef class WriteQueue:
             return self._push(data, payload_len, msgs)
 
     cdef int _push(self, bytes data, long long payload_len, long long msgs) except -1:
-        # In a critical section on self.
-        PyList_Append(self._chunks, data)
-        self.nbytes += PyBytes_GET_SIZE(data)
-        self.appended += PyBytes_GET_SIZE(data)
+        # In a critical section on self (coalescing: see the specification).
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+        if n < C_GATHER_MIN and self._open:
+            memcpy(self._tail_room(n), PyBytes_AS_STRING(data), n)
+        else:
+            PyList_Append(self._chunks, data)
+            self._open = n < C_GATHER_MIN
+        return self._counted(n, payload_len, msgs)
+
+    cdef int _counted(self, Py_ssize_t n, long long payload_len, long long msgs) except -1:
+        # In a critical section on self: ``n`` bytes were appended.
+        self.nbytes += n
+        self.appended += n
         if msgs:
             self.out_msgs += msgs
             self.out_bytes += payload_len
@@ -273,8 +322,9 @@ cdef class WriteQueue:
             else:
                 self.big = False
             self._chunks = keep
+            self._open = False
             for c in chunks:
-                size += PyBytes_GET_SIZE(c)
+                size += Py_SIZE(c)
             self.nbytes -= size
             self._out_from = self._from
             self._out_end = end
@@ -299,11 +349,12 @@ cdef class WriteQueue:
                 after -= h[1] - h[0]
         while after > 0 and i > 0:
             i -= 1
-            after -= PyBytes_GET_SIZE(chunks[i])
+            after -= Py_SIZE(chunks[i])
         return chunks[:i], chunks[i:]
 
     def pause(self):
         with cython.critical_section(self):
+            self._open = False  # the barrier falls between chunks
             self._barrier = self.appended
             return self._barrier
 
@@ -374,6 +425,7 @@ cdef class WriteQueue:
             merged.extend(holes[hi:])
             self._holes = merged
             self._chunks = _cut(self._chunks, cuts, self._lead)
+            self._open = False
             self.nbytes -= removed
         return ok
 
@@ -489,7 +541,7 @@ cdef list _gather(list chunks):
     cdef list bufs = []
     cdef list small = []
     for c in chunks:
-        if PyBytes_GET_SIZE(c) >= C_GATHER_MIN:
+        if Py_SIZE(c) >= C_GATHER_MIN:
             if small:
                 bufs.append(small[0] if len(small) == 1 else b"".join(small))
                 small = []
@@ -507,7 +559,7 @@ cdef list _cut(list chunks, list cuts, Py_ssize_t lead):
     cdef long long off = -lead, end, at, ps, pe
     cdef Py_ssize_t ci = 0, ncuts = len(cuts), n
     for chunk in chunks:
-        n = PyBytes_GET_SIZE(chunk)
+        n = Py_SIZE(chunk)
         end = off + n
         if ci >= ncuts or cuts[ci][0] >= end:
             kept.append(chunk)

@@ -52,7 +52,13 @@ queues regardless of ``open``/``limit`` and returns ``QUEUED``/``KICK``/``WRITE`
 resubscriptions on reconnect) without counting publishes or waking anyone.
 ``take()`` returns ``(chunks, nbytes)``: every chunk queued when it started,
 in order, and their size; it clears ``big``; ``len(q)`` is the number of
-chunks queued.
+chunks queued. Chunks: frames shorter than ``GATHER_MIN`` appended one
+after another share one chunk, a ``bytearray`` made from the first when the
+second comes (a lone frame stays the ``bytes`` it was), so a write sends
+them as they lie instead of joining them, which would copy every payload
+once more (the Cython twin writes a small publish straight into that chunk:
+no object per frame); a frame of ``GATHER_MIN`` or more is a chunk of its
+own, and ``take``, ``pause`` and ``withdraw`` end the chunk being filled.
 
 Threads: each call that changes the queue (``pub``, ``pub_str``, ``ack``,
 ``push``, ``push_always``, ``push_front``, ``take``, ``rekick``) is atomic with
@@ -168,6 +174,7 @@ class WriteQueue:
         "_holes",
         "_lead",
         "_lock",
+        "_open",
         "_out_end",
         "_out_from",
         "_out_holes",
@@ -194,7 +201,8 @@ class WriteQueue:
     def __init__(self, limit: int) -> None:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError(f"WriteQueue: limit must be a positive int, got {limit!r}")
-        self._chunks: list[bytes] = []
+        self._chunks: list[Any] = []  # bytes, and bytearrays of coalesced frames
+        self._open = False  # the last chunk takes more small frames (see _push)
         self._lock = threading.Lock()
         self.limit = limit
         self.nbytes = 0
@@ -289,10 +297,22 @@ class WriteQueue:
             return self.appended << 3 | rc
 
     def _push(self, data: bytes, payload_len: int, msgs: int) -> int:
-        # Under self._lock.
-        self._chunks.append(data)
-        self.nbytes += len(data)
-        self.appended += len(data)
+        # Under self._lock. Frames shorter than GATHER_MIN that follow each
+        # other are coalesced into one chunk (a bytearray, made from the first
+        # when the second comes): a write then sends it as it is, where joining
+        # separate frames would copy each payload once more.
+        n = len(data)
+        chunks = self._chunks
+        if n < GATHER_MIN and self._open:
+            last = chunks[-1]
+            if type(last) is bytes:
+                last = chunks[-1] = bytearray(last)
+            last += data
+        else:
+            chunks.append(data)
+            self._open = n < GATHER_MIN
+        self.nbytes += n
+        self.appended += n
         if msgs:
             self.out_msgs += msgs
             self.out_bytes += payload_len
@@ -328,6 +348,7 @@ class WriteQueue:
             else:
                 self.big = False
             self._chunks = keep
+            self._open = False
             size = sum(map(len, chunks))
             self.nbytes -= size
             # What ``out`` will hold: for written_now() and recover().
@@ -355,6 +376,7 @@ class WriteQueue:
 
     def pause(self) -> int:
         with self._lock:
+            self._open = False  # the barrier falls between chunks
             self._barrier = self.appended
             return self._barrier
 
@@ -422,6 +444,7 @@ class WriteQueue:
             merged.extend(holes[hi:])
             self._holes = merged
             self._chunks = _cut(self._chunks, cuts, self._lead)
+            self._open = False
             self.nbytes -= sum(pe - ps for ps, pe in cuts)
         return ok
 

@@ -127,7 +127,7 @@ def test_try_write_takes_the_token_only_when_free(impl: SimpleNamespace) -> None
     token = threading.Lock()
     token.acquire()
     assert q.try_write(token, ScriptedSocket([]), 0, False) == w.BUSY
-    assert len(q) == 2  # untouched
+    assert len(q) == 1 and q.nbytes == sum(map(len, frames))  # untouched (one coalesced chunk)
     token.release()
     sock = ScriptedSocket([5, -1])
     assert q.try_write(token, sock, 0, False) == w.LEFT

@@ -51,7 +51,8 @@ def test_closed_queue_refuses_until_opened(impl: SimpleNamespace) -> None:
     q.open = True
     assert q.pub(b"a", b"x", 1000) == 1  # the first frame wakes the writer
     assert q.pub(b"a", b"y", 1000) == 0  # already woken
-    assert _state(q) == (2, 24, 2, 2, False, True, True, 100, 1 << 20, 256 * 1024)
+    # Small frames in a row share one chunk (coalesced: no join copy later).
+    assert _state(q) == (1, 24, 2, 2, False, True, True, 100, 1 << 20, 256 * 1024)
 
 
 def test_frames(impl: SimpleNamespace) -> None:
@@ -68,24 +69,56 @@ def test_frames(impl: SimpleNamespace) -> None:
     q.push(b"HPUB a 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", 2, 1)
     q.push(b"PING\r\n")
     chunks, size = q.take()
-    assert chunks == [
-        b"PUB foo.bar 5\r\nhello\r\n",
-        b"PUB x 0\r\n\r\n",
-        b"PUB x 2\r\nab\r\n",
-        b"PUB x 2\r\nbc\r\n",
-        b"PUB x 4\r\n\x01\x00\x02\x00\r\n",
-        b"PUB $JS.ACK.S.c.1.2.3.4.5 4\r\n+ACK\r\n",
-        "PUB $JS.ACK.ünï 4\r\n-NAK\r\n".encode(),
-        b"PUB $JS.ACK.\xff 5\r\n+TERM\r\n",
-        b"HPUB a 12 14\r\nNATS/1.0\r\n\r\nhi\r\n",
-        b"PING\r\n",
-    ]
+    # Every frame is small: one chunk, the frames back to back in order.
+    assert len(chunks) == 1 and type(chunks[0]) is bytearray
+    assert bytes(chunks[0]) == b"".join(
+        [
+            b"PUB foo.bar 5\r\nhello\r\n",
+            b"PUB x 0\r\n\r\n",
+            b"PUB x 2\r\nab\r\n",
+            b"PUB x 2\r\nbc\r\n",
+            b"PUB x 4\r\n\x01\x00\x02\x00\r\n",
+            b"PUB $JS.ACK.S.c.1.2.3.4.5 4\r\n+ACK\r\n",
+            "PUB $JS.ACK.ünï 4\r\n-NAK\r\n".encode(),
+            b"PUB $JS.ACK.\xff 5\r\n+TERM\r\n",
+            b"HPUB a 12 14\r\nNATS/1.0\r\n\r\nhi\r\n",
+            b"PING\r\n",
+        ]
+    )
     assert size == sum(map(len, chunks))
-    assert all(type(c) is bytes for c in chunks)
     # 5 publishes, 3 acks and the HPUB counted as one; PING is not a publish.
     payload_bytes = 5 + 0 + 2 + 2 + 4 + 4 + 4 + 5 + 2
     assert (q.out_msgs, q.out_bytes, q.nbytes, len(q)) == (9, payload_bytes, 0, 0)
     assert q.take() == ([], 0)
+
+
+def test_small_frames_coalesce_and_large_ones_stand_alone(impl: SimpleNamespace) -> None:
+    """Frames shorter than GATHER_MIN that follow each other share one chunk
+    (a bytearray made when the second comes); a large frame, a take, a pause
+    or a withdrawal ends the chunk, so the next small frame starts a new one."""
+    w = impl.writer
+    q = w.WriteQueue(1 << 30)
+    q.open = True
+    q.pub(b"a", b"1", 100)
+    chunks, _ = q.take()
+    assert chunks == [b"PUB a 1\r\n1\r\n"] and type(chunks[0]) is bytes  # alone: as it is
+    big = b"x" * w.GATHER_MIN
+    q.pub(b"a", b"1", 100)
+    q.push(b"PING\r\n")
+    q.pub(b"b", big, 1 << 20)
+    q.pub(b"a", b"2", 100)
+    q.pause()
+    q.ack("c", b"3")
+    assert len(q) == 4
+    chunks, size = q.take()  # up to the barrier
+    assert chunks == [
+        b"PUB a 1\r\n1\r\nPING\r\n",
+        b"PUB b %d\r\n%s\r\n" % (len(big), big),
+        b"PUB a 1\r\n2\r\n",
+    ]
+    assert [type(c) for c in chunks] == [bytearray, bytes, bytes]
+    assert size == sum(map(len, chunks)) and len(q) == 1
+    assert q.take() == ([], 0)  # the barrier holds the rest back
 
 
 def test_limit(impl: SimpleNamespace) -> None:
@@ -129,7 +162,7 @@ def test_pub_str_uses_the_subject_cache(impl: SimpleNamespace) -> None:
     q.subjects = None
     assert q.pub_str("a.b", b"x") == 4
     chunks, _ = q.take()
-    assert chunks == [b"PUB a.b 1\r\nx\r\n", "PUB ü 2\r\nyz\r\n".encode()]
+    assert chunks == [b"PUB a.b 1\r\nx\r\n" + "PUB ü 2\r\nyz\r\n".encode()]
     assert q.out_msgs == 2
 
 
@@ -242,9 +275,11 @@ def test_take_while_others_append(impl: SimpleNamespace) -> None:
         t.join()
     finally:
         sys.setswitchinterval(old)
-    assert len(got) == n_threads * per and q.nbytes == 0
+    assert q.nbytes == 0
+    frames = [b"PUB" + f for f in b"".join(got).split(b"PUB")[1:]]  # (no payload says PUB)
+    assert len(frames) == n_threads * per
     for k in range(n_threads):
-        mine = [c for c in got if c.startswith(b"PUB t%d " % k)]
+        mine = [c for c in frames if c.startswith(b"PUB t%d " % k)]
         assert mine == [b"PUB t%d %d\r\n%d\r\n" % (k, len(b"%d" % i), i) for i in range(per)]
     assert q.out_msgs == n_threads * per
 
