@@ -114,24 +114,17 @@ cdef class SubState:
         self._local = deque()
         self._fast_next = False
 
+    def _pop_local(self):
+        """The next message of the taken batch, counted; None when there is none."""
+        return _pop_local(self)
+
     def next_msg(self, timeout=1.0):
         """The next message; TimeoutError if none arrives within ``timeout`` seconds."""
         cdef object msg
         if self._fast_next:
-            local = self._local
-            if local:
-                try:
-                    msg = local.popleft()
-                except IndexError:  # another thread took the last one
-                    pass
-                else:
-                    if isinstance(msg, MsgBase):
-                        data = (<MsgBase>msg).data
-                    else:
-                        data = msg.data
-                    jsc_add(&self._consumed, 1)
-                    jsc_add(&self._out_bytes, len(data))
-                    return msg
+            msg = _pop_local(self)
+            if msg is not None:
+                return msg
         return self._next_msg(timeout)
 
     def _flush_batch(self):
@@ -142,6 +135,24 @@ cdef class SubState:
         """Count what a consumer handed out: two atomic adds (any number of threads)."""
         jsc_add(&self._consumed, n)
         jsc_add(&self._out_bytes, nbytes)
+
+
+cdef inline object _pop_local(SubState s):
+    cdef object local = s._local
+    cdef object msg
+    if not local:
+        return None
+    try:
+        msg = local.popleft()
+    except IndexError:  # another thread took the last one
+        return None
+    if isinstance(msg, MsgBase):
+        data = (<MsgBase>msg).data
+    else:
+        data = msg.data
+    jsc_add(&s._consumed, 1)
+    jsc_add(&s._out_bytes, len(data))
+    return msg
 
 
 cdef inline void _flush(SubState s) except *:

@@ -76,14 +76,6 @@ class _Pong:
         self.ok = False
 
 
-def _weak(owner: Any) -> Any:
-    """A weak proxy of ``owner`` (None, or an object without weak references, as is)."""
-    try:
-        return weakref.proxy(owner)
-    except TypeError:
-        return owner
-
-
 class Connection:
     """Socket-level engine of a client. ``owner`` (the Client) gets frames and events."""
 
@@ -125,7 +117,8 @@ class Connection:
         # messages without the cycle collector's tracking (a collection per
         # 700 queued messages cost ~0.3 µs a message). The client outlives its
         # reader: this connection holds it.
-        self.rs = _impl.readstate.ReadState(_weak(owner), subs, msg_type, parser, LINGER)
+        weak = weakref.proxy(owner) if owner is not None else None
+        self.rs = _impl.readstate.ReadState(weak, subs, msg_type, parser, LINGER)
         self.reader = Reader(self, self.rs, self.writer, self._closing)
 
     # -- establishing ------------------------------------------------------

@@ -154,23 +154,30 @@ class SubState:
             self._consumed += n
             self._out_bytes += nbytes
 
+    def _pop_local(self) -> Any:
+        """The next message of the taken batch (``_local``), counted as handed
+        out; None when there is none (another thread may have taken the last)."""
+        local = self._local
+        if local:
+            try:
+                msg = local.popleft()
+            except IndexError:
+                return None
+            self._took(1, len(msg.data))
+            return msg
+        return None
+
     def next_msg(self, timeout: float | None = 1.0) -> Any:
         """The next message; TimeoutError if none arrives within ``timeout`` seconds.
 
         While ``_fast_next`` is set (the consuming class sets it) the rest of a
-        taken batch is handed out here, counted; everything else is the
+        taken batch is handed out here (``_pop_local``); everything else is the
         consuming class's ``_next_msg(timeout)``.
         """
         if self._fast_next:
-            local = self._local
-            if local:
-                try:
-                    msg = local.popleft()
-                except IndexError:  # another thread took the last one
-                    pass
-                else:
-                    self._took(1, len(msg.data))
-                    return msg
+            msg = self._pop_local()
+            if msg is not None:
+                return msg
         return self._next_msg(timeout)  # type: ignore[attr-defined]
 
     def _flush_batch(self) -> None:

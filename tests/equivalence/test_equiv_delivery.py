@@ -375,3 +375,6 @@ def test_next_msg_hands_out_the_taken_batch_while_fast(impl: SimpleNamespace) ->
     assert (sub._consumed, sub._out_bytes) == (3, 0 + 1 + 2)
     assert sub.next_msg(timeout=3.0) == "slow"  # the deque is empty
     assert slow_calls == [0.5, 3.0]
+    assert sub._pop_local() is None  # what the callback dispatcher asks first
+    sub._local.append(msgs[2])
+    assert sub._pop_local() is msgs[2] and (sub._consumed, sub._out_bytes) == (4, 5)
