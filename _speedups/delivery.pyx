@@ -19,6 +19,8 @@ import threading
 cimport cython
 from collections import deque
 
+from jsclient.errors import ConnectionClosedError, Error, NotJSMessageError
+
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.bytes cimport PyBytes_GET_SIZE
@@ -67,6 +69,31 @@ cdef class MsgBase:
         self._headers = None
         self._meta = None
         self._ackd = 0
+
+    def ack(self):
+        """Acknowledge (terminal). Ignored after another terminal ack or with ack policy none."""
+        _send_ack(self, b"+ACK")
+
+    def _send_ack(self, body):
+        """Publish a terminal ack once; see jsclient/protocol/delivery.py."""
+        _send_ack(self, body)
+
+
+cdef object _send_ack(MsgBase m, object body):
+    if m._ackd != 0:
+        return None
+    cdef object reply = m.reply
+    if not reply or not reply.startswith("$JS.ACK."):
+        raise NotJSMessageError()
+    cdef object client = m._client
+    if client is None:
+        raise Error("nats: message is not bound to a connection")
+    try:
+        client._publish_ack(reply, body)
+    except ReferenceError:  # its connection's client is gone (closed and dropped)
+        raise ConnectionClosedError() from None
+    m._ackd = 1
+    return None
 
 
 cdef class SubState:

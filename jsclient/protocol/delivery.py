@@ -53,6 +53,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from jsclient.errors import ConnectionClosedError, Error, NotJSMessageError
+
 
 class MsgBase:
     """Message storage: the fields the reader fills for every inbound message.
@@ -95,6 +97,31 @@ class MsgBase:
         self._headers: dict[str, str] | None = None
         self._meta: Any = None
         self._ackd = 0
+
+    def ack(self) -> None:
+        """Acknowledge (terminal). Ignored after another terminal ack or with ack policy none."""
+        self._send_ack(b"+ACK")
+
+    def _send_ack(self, body: bytes) -> None:
+        """Publish the terminal ack ``body`` (``+ACK``, ``-NAK``, ``+TERM``...) to
+        the ``$JS.ACK`` reply with ``_client._publish_ack``, once: nothing when
+        ``_ackd`` is set (acked already, or ack policy none). ``_ackd`` becomes
+        1 only after the client queued the ack (ADR-15). NotJSMessageError
+        for any other reply, Error with no client, ConnectionClosedError when
+        the client (a weak proxy) is gone."""
+        if self._ackd != 0:
+            return
+        reply = self.reply
+        if not reply or not reply.startswith("$JS.ACK."):
+            raise NotJSMessageError()
+        client = self._client
+        if client is None:
+            raise Error("nats: message is not bound to a connection")
+        try:
+            client._publish_ack(reply, body)
+        except ReferenceError:  # its connection's client is gone (closed and dropped)
+            raise ConnectionClosedError() from None
+        self._ackd = 1
 
 
 class SubState:

@@ -378,3 +378,71 @@ def test_next_msg_hands_out_the_taken_batch_while_fast(impl: SimpleNamespace) ->
     assert sub._pop_local() is None  # what the callback dispatcher asks first
     sub._local.append(msgs[2])
     assert sub._pop_local() is msgs[2] and (sub._consumed, sub._out_bytes) == (4, 5)
+
+
+class _AckClient:
+    """A client that records ``_publish_ack`` calls, or raises what it is given."""
+
+    def __init__(self, fail: BaseException | None = None) -> None:
+        self.acks: list[tuple[str, bytes]] = []
+        self.fail = fail
+
+    def _publish_ack(self, subject: str, body: bytes) -> None:
+        if self.fail is not None:
+            raise self.fail
+        self.acks.append((subject, body))
+
+
+def test_msgbase_ack_once_then_marked(impl: SimpleNamespace) -> None:
+    """``MsgBase.ack``/``_send_ack``: one ``_publish_ack`` to the ``$JS.ACK``
+    reply, ``_ackd`` 1 after it; nothing once ``_ackd`` is set (1 or 2)."""
+    from jsclient import errors
+
+    client = _AckClient()
+    reply = "$JS.ACK.S.C.1.2.3.4.5"
+    m = impl.delivery.MsgBase(client, "s", reply, b"d")
+    m.ack()
+    assert (client.acks, m._ackd) == ([(reply, b"+ACK")], 1)
+    m.ack()
+    m._send_ack(b"-NAK")
+    assert client.acks == [(reply, b"+ACK")]  # terminal: nothing more
+    none_policy = impl.delivery.MsgBase(client, "s", reply, b"d")
+    none_policy._ackd = 2
+    none_policy._send_ack(b"+TERM")
+    assert len(client.acks) == 1 and none_policy._ackd == 2
+    # A failed publish leaves the message un-acked, the error the caller's.
+    failing = _AckClient(errors.SlowConsumerError("full"))
+    m2 = impl.delivery.MsgBase(failing, "s", reply, b"d")
+    with pytest.raises(errors.SlowConsumerError):
+        m2._send_ack(b"-NAK")
+    assert m2._ackd == 0
+
+
+@pytest.mark.parametrize(
+    ("client", "reply", "error", "text"),
+    [
+        ("rec", "", "NotJSMessageError", "not a JetStream message"),
+        ("rec", "_INBOX.x", "NotJSMessageError", "not a JetStream message"),
+        (None, "$JS.ACK.S.C.1.2.3.4.5", "Error", "not bound to a connection"),
+        ("gone", "$JS.ACK.S.C.1.2.3.4.5", "ConnectionClosedError", "closed"),
+    ],
+)
+def test_msgbase_ack_refusals(
+    impl: SimpleNamespace, client: Any, reply: str, error: str, text: str
+) -> None:
+    """What cannot be acked raises its typed error (a freed client's weak
+    proxy: ConnectionClosedError, with the ReferenceError not chained)."""
+    import weakref
+
+    from jsclient import errors
+
+    if client == "rec":
+        client = _AckClient()
+    elif client == "gone":
+        client = weakref.proxy(_AckClient())  # its referent is freed at once
+    m = impl.delivery.MsgBase(client, "s", reply, b"d")
+    with pytest.raises(getattr(errors, error), match=text) as info:
+        m.ack()
+    assert type(info.value) is getattr(errors, error)
+    assert info.value.__suppress_context__ or info.value.__context__ is None
+    assert m._ackd == 0

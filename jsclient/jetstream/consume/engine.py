@@ -35,7 +35,7 @@ import json
 import queue
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -239,19 +239,28 @@ def fetch_heartbeat(expires: float, heartbeat: float | None) -> float:
 
 
 class _Inbox:
-    """An idle-able wildcard inbox subscription, lent to one fetch at a time."""
+    """An idle-able wildcard inbox subscription, lent to one fetch at a time.
 
-    __slots__ = ("__weakref__", "prefix", "sid", "target")
+    The fetch's message handler is the subscription's own handler while it
+    is lent (``lend``), so the reader calls it with no frame in between; an
+    idle inbox's handler drops what still arrives (a late status)."""
+
+    __slots__ = ("__weakref__", "_sub", "prefix", "sid")
 
     def __init__(self, client: Core) -> None:
         self.prefix = client.new_inbox() + "."
-        self.target: Any = None
-        self.sid = client._subscribe_internal(self.prefix + "*", self._route)
+        self.sid = client._subscribe_internal(self.prefix + "*", _drop)
+        self._sub = client._subs[self.sid]
 
-    def _route(self, msg: Msg) -> None:  # reader thread
-        target = self.target
-        if target is not None:
-            target(msg)
+    def lend(self, target: Callable[[Msg], None]) -> None:
+        self._sub._handler = target  # one attribute store: the reader reads it per message
+
+    def give_back(self) -> None:
+        self._sub._handler = _drop
+
+
+def _drop(msg: Msg) -> None:  # reader thread: what reaches an idle inbox
+    return None
 
 
 def _release_sids(client: Core, sids: list[int]) -> None:

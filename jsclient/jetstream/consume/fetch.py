@@ -95,7 +95,7 @@ class FetchBatch:
         if heartbeat > 0:
             self._timers.append(sched.call_later(heartbeat, self._watch))
         engine.fetches_open += 1
-        inbox.target = self._on_msg
+        inbox.lend(self._on_msg)
         engine.client._drainables.add(self)
         try:
             engine.publish_pull(self._reply, batch, max_bytes, expires, heartbeat, no_wait, prio)
@@ -106,10 +106,12 @@ class FetchBatch:
     # -- reader thread -----------------------------------------------------
 
     def _on_msg(self, msg: Msg) -> None:
-        st = self._engine.read(msg)
-        if st is not None:
-            self._on_status(msg.subject, st[0], st[1])
-            return
+        engine = self._engine
+        if msg._hdr is not None or engine.ack_none:  # engine.read's no-op case, inline
+            st = engine.read(msg)
+            if st is not None:
+                self._on_status(msg.subject, st[0], st[1])
+                return
         if self._ended:
             return
         if self._heartbeat:
@@ -157,7 +159,7 @@ class FetchBatch:
             t.cancel()
         engine = self._engine
         inbox = self._inbox
-        inbox.target = None
+        inbox.give_back()
         engine.free.append(inbox)
         engine.fetches_open -= 1
         engine.fetch_delivered += self._count
@@ -187,6 +189,17 @@ class FetchBatch:
             raise StopIteration
         q = self._q
         held = self._held
+        if not held:  # next_item's first step, inline: once per message
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                pass
+            else:
+                if item is not _END and item is not _REPULL:
+                    self._taken_at = _mono()
+                    msg: Msg = item
+                    return msg
+                held.appendleft(item)  # the loop below acts on it
         self._reading += 1
         try:
             while True:
@@ -207,8 +220,7 @@ class FetchBatch:
                     self._repull()
                     continue
                 self._taken_at = _mono()
-                msg: Msg = item
-                return msg
+                return item  # type: ignore[no-any-return]
         finally:
             self._reading -= 1
 
