@@ -89,7 +89,9 @@ cdef object _send_ack(MsgBase m, object body):
     if client is None:
         raise Error("nats: message is not bound to a connection")
     try:
-        client._publish_ack(reply, body)
+        rc = client._wq.ack(reply, body)
+        if rc != 0:  # the write queue's QUEUED
+            client._ack_not_queued(rc, reply, body)
     except ReferenceError:  # its connection's client is gone (closed and dropped)
         raise ConnectionClosedError() from None
     m._ackd = 1

@@ -176,7 +176,13 @@ class Client(ClientState):
         would only churn it); the server made it, so it is not re-validated.
         """
         rc = self._wq.ack(subject, body)
-        if rc != _QUEUED and not self._w.queued(rc):  # the common case needs no call
+        if rc != _QUEUED:  # the common case needs no call
+            self._ack_not_queued(rc, subject, body)
+
+    def _ack_not_queued(self, rc: int, subject: str, body: bytes) -> None:
+        """Act on the write queue's answer to an ack (``Msg.ack`` queues it itself):
+        wake the writer, or send it the bounded way (the queue was full)."""
+        if not self._w.queued(rc):
             self._w.send(b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(body), body), len(body), 1)
 
     def _publish_raw(self, data: bytes, payload_len: int) -> None:

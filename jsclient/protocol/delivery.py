@@ -104,11 +104,16 @@ class MsgBase:
 
     def _send_ack(self, body: bytes) -> None:
         """Publish the terminal ack ``body`` (``+ACK``, ``-NAK``, ``+TERM``...) to
-        the ``$JS.ACK`` reply with ``_client._publish_ack``, once: nothing when
-        ``_ackd`` is set (acked already, or ack policy none). ``_ackd`` becomes
-        1 only after the client queued the ack (ADR-15). NotJSMessageError
-        for any other reply, Error with no client, ConnectionClosedError when
-        the client (a weak proxy) is gone."""
+        the ``$JS.ACK`` reply, once: nothing when ``_ackd`` is set (acked
+        already, or ack policy none). ``_ackd`` becomes 1 only after the client
+        queued the ack (ADR-15). NotJSMessageError for any other reply, Error
+        with no client, ConnectionClosedError when the client (a weak proxy)
+        is gone.
+
+        The ack goes straight into the client's write queue (``_client._wq.ack``);
+        any answer but ``QUEUED`` (0: nothing more to do) is the client's to act
+        on (``_client._ack_not_queued(rc, reply, body)``: wake the writer, or
+        send it the bounded way)."""
         if self._ackd != 0:
             return
         reply = self.reply
@@ -118,7 +123,9 @@ class MsgBase:
         if client is None:
             raise Error("nats: message is not bound to a connection")
         try:
-            client._publish_ack(reply, body)
+            rc = client._wq.ack(reply, body)
+            if rc != 0:  # the write queue's QUEUED
+                client._ack_not_queued(rc, reply, body)
         except ReferenceError:  # its connection's client is gone (closed and dropped)
             raise ConnectionClosedError() from None
         self._ackd = 1

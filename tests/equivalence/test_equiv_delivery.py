@@ -380,42 +380,65 @@ def test_next_msg_hands_out_the_taken_batch_while_fast(impl: SimpleNamespace) ->
     assert sub._pop_local() is msgs[2] and (sub._consumed, sub._out_bytes) == (4, 5)
 
 
-class _AckClient:
-    """A client that records ``_publish_ack`` calls, or raises what it is given."""
+class _AckQueue:
+    """A write queue's ``ack``: records the frame, answers ``rc``."""
 
-    def __init__(self, fail: BaseException | None = None) -> None:
-        self.acks: list[tuple[str, bytes]] = []
+    def __init__(self, log: list[tuple[Any, ...]], rc: int) -> None:
+        self.log, self.rc = log, rc
+
+    def ack(self, subject: str, body: bytes) -> int:
+        self.log.append(("wq.ack", subject, body))
+        return self.rc
+
+
+class _AckClient:
+    """A client as an ack sees it: ``_wq.ack`` and ``_ack_not_queued``, recorded
+    in one log; ``fail``: what ``_ack_not_queued`` raises (a full buffer...)."""
+
+    def __init__(self, rc: int = 0, fail: BaseException | None = None) -> None:
+        self.log: list[tuple[Any, ...]] = []
+        self._wq = _AckQueue(self.log, rc)
         self.fail = fail
 
-    def _publish_ack(self, subject: str, body: bytes) -> None:
+    def _ack_not_queued(self, rc: int, subject: str, body: bytes) -> None:
+        self.log.append(("not_queued", rc, subject, body))
         if self.fail is not None:
             raise self.fail
-        self.acks.append((subject, body))
 
 
 def test_msgbase_ack_once_then_marked(impl: SimpleNamespace) -> None:
-    """``MsgBase.ack``/``_send_ack``: one ``_publish_ack`` to the ``$JS.ACK``
-    reply, ``_ackd`` 1 after it; nothing once ``_ackd`` is set (1 or 2)."""
+    """``MsgBase.ack``/``_send_ack``: the ack into the client's write queue, then
+    ``_ackd`` 1; nothing once ``_ackd`` is set (1, or 2 for ack policy none).
+    Only an answer other than the queue's QUEUED goes to ``_ack_not_queued``."""
     from jsclient import errors
 
+    assert impl.writer.QUEUED == 0  # what both twins of the ack test for
     client = _AckClient()
     reply = "$JS.ACK.S.C.1.2.3.4.5"
     m = impl.delivery.MsgBase(client, "s", reply, b"d")
     m.ack()
-    assert (client.acks, m._ackd) == ([(reply, b"+ACK")], 1)
+    assert (client.log, m._ackd) == ([("wq.ack", reply, b"+ACK")], 1)
     m.ack()
     m._send_ack(b"-NAK")
-    assert client.acks == [(reply, b"+ACK")]  # terminal: nothing more
+    assert len(client.log) == 1  # terminal: nothing more
     none_policy = impl.delivery.MsgBase(client, "s", reply, b"d")
     none_policy._ackd = 2
     none_policy._send_ack(b"+TERM")
-    assert len(client.acks) == 1 and none_policy._ackd == 2
-    # A failed publish leaves the message un-acked, the error the caller's.
-    failing = _AckClient(errors.SlowConsumerError("full"))
+    assert len(client.log) == 1 and none_policy._ackd == 2
+    kick = _AckClient(rc=impl.writer.KICK)
+    m1 = impl.delivery.MsgBase(kick, "s", reply, b"d")
+    m1._send_ack(b"+TERM x")
+    assert kick.log == [
+        ("wq.ack", reply, b"+TERM x"),
+        ("not_queued", impl.writer.KICK, reply, b"+TERM x"),
+    ]
+    assert m1._ackd == 1
+    # A refused ack leaves the message un-acked, the error the caller's.
+    failing = _AckClient(rc=impl.writer.FULL, fail=errors.SlowConsumerError("full"))
     m2 = impl.delivery.MsgBase(failing, "s", reply, b"d")
     with pytest.raises(errors.SlowConsumerError):
         m2._send_ack(b"-NAK")
-    assert m2._ackd == 0
+    assert m2._ackd == 0 and len(failing.log) == 2
 
 
 @pytest.mark.parametrize(

@@ -134,14 +134,19 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
         # sees None and arms one.
         if timeout is not None and self._sweep_timer is None:
             self._arm(timeout)
+        mux = client._mux
         try:
-            token = client._mux.send_tracked(subject, payload, headers, ack)
+            # send_tracked(), inline (a new publish's ``_wend`` is 0 already)
+            token = mux._send(subject, payload, headers, ack, ack, False, False)
         except BaseException:
             self._forget(ack)
             raise
-        if ack.set_token(token):
+        with completion_lock:  # set_token(), inline: once per publish
+            ack._token = token
+            done = ack._lz_done
+        if done:
             # Failed (the connection closed) before the token was set; see abandon().
-            client._mux.cancel(token)
+            mux.cancel(token)
             return ack
         if own:
             timer = ack.timer = client._scheduler.call_later(own, self._expired, ack)
@@ -343,8 +348,22 @@ class _AsyncPub(PubFuture):
         if r is None:
             r = decode_reply(self.subject, msg)
         if type(r) is tuple:
-            self.owner.finish(self, PubAck(stream=r[0], seq=r[1]), None)
-        elif isinstance(r, PubAck):
-            self.owner.finish(self, r, None)
-        else:
+            r = PubAck(stream=r[0], seq=r[1])
+        elif not isinstance(r, PubAck):
             self.owner.failed_reply(self, r, msg)  # type: ignore[arg-type]
+            return
+        # owner.finish(self, r, None), inline for a future nobody waits on
+        # and no callback: once per publish. The claim is _complete()'s.
+        with completion_lock:
+            if self._lz_done or self._lz_real or self._lz_cbs:
+                plain = False
+            else:
+                self._lz_value = r
+                self._lz_done = plain = True
+        if not plain:
+            self.owner.finish(self, r, None)  # the whole rule: done, or waited on
+            return
+        timer = self.timer
+        if timer is not None:
+            timer.cancel()
+        self.owner._forget(self)
