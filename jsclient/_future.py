@@ -111,9 +111,15 @@ class LazyFuture(Future[T]):
             self._lz_real = True
             if self._lz_done:
                 if self._lz_exc is None:
-                    Future.set_result(self, self._lz_value)
+                    Future.set_result(self, self._lz_result())
                 else:
                     Future.set_exception(self, self._lz_exc)
+
+    def _lz_result(self) -> Any:
+        """The result as the completer stored it; a subclass that stores a cheaper
+        form (the plain publish ack's fields) builds the value here, once.
+        Called under the module lock, after ``_lz_done``."""
+        return self._lz_value
 
     # -- completing --------------------------------------------------------
 
@@ -208,7 +214,7 @@ class LazyFuture(Future[T]):
         if self._lz_done:
             with _lock:  # the outcome as its completer wrote it, whatever the memory model
                 exc = self._lz_exc
-                value: T = self._lz_value
+                value: T = self._lz_result()
             if exc is not None:
                 raise exc
             return value
@@ -249,9 +255,9 @@ class LazyFuture(Future[T]):
             return (
                 f"<{type(self).__name__} at {id(self):#x} state=finished raised {self._lz_exc!r}>"
             )
-        return (
-            f"<{type(self).__name__} at {id(self):#x} state=finished returned {self._lz_value!r}>"
-        )
+        with _lock:
+            value = self._lz_result()
+        return f"<{type(self).__name__} at {id(self):#x} state=finished returned {value!r}>"
 
 
 # The stock Future's fields, whatever this Python calls them.

@@ -26,6 +26,8 @@ from typing import Any, Protocol
 from jsclient import _impl, errors
 from jsclient.protocol import commands
 
+_QUEUED = _impl.writer.QUEUED
+
 
 class Waiter(Protocol):
     """The one notion of a reply waiter: whatever a token is registered for, and
@@ -202,8 +204,13 @@ class RequestMux:
                 end = w.send_inline(data, plen)
             elif nowait:
                 end = w.send_nowait(data, plen, 1)
-            else:
-                end = w.send(data, plen, 1)
+            else:  # w.send(data, plen, 1), inline: once per publish_async
+                v = self._wq.push_at(data, plen, 1)
+                rc = v & 7
+                if rc != _QUEUED and not w.queued(rc):
+                    end = w._send_slow(data, plen, 1)
+                else:
+                    end = v >> 3
         except BaseException:
             self._map.pop(token, None)
             raise

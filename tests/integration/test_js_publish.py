@@ -149,6 +149,27 @@ def test_publish_async_many(js: JetStream) -> None:
     assert js.stream("S").get_msg(1500).headers == {"I": str(seqs.index(1500))}
 
 
+def test_publish_async_plain_results_every_way_they_are_read(js: JetStream) -> None:
+    """A plain publish's future (no headers, nobody waiting) is completed on the
+    reader from the ack's stream and sequence; every way of reading it gives
+    the same PubAck: result(), repr, the stock state (``futures.wait``) and a
+    done callback added afterwards."""
+    futs = [js.publish_async("s.x", b"p") for _ in range(50)]
+    js.publish_async_complete(timeout=10)
+    first = futs[0].result()
+    assert isinstance(first, PubAck) and (first.stream, first.seq) == ("S", 1)
+    assert futs[0].result() is first  # built once
+    assert f"returned {first!r}" in repr(futs[0])
+    assert "returned PubAck(stream='S', seq=2" in repr(futs[1])
+    assert futs[1].result().seq == 2  # after repr: the same value
+    done, _ = wait(futs[2:4], timeout=5)  # the stock state
+    assert sorted(f.result().seq for f in done) == [3, 4]
+    seen: list[PubAck] = []
+    futs[4].add_done_callback(lambda f: seen.append(f.result()))
+    assert seen == [PubAck(stream="S", seq=5)]
+    assert [f.result().seq for f in futs] == list(range(1, 51))
+
+
 def test_publish_async_options_and_errors(js: JetStream) -> None:
     ok = js.publish_async("s.a", b"1", msg_id="a1")
     dup = js.publish_async("s.a", b"1", msg_id="a1")

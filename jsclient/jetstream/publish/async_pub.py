@@ -332,6 +332,13 @@ class _AsyncPub(PubFuture):
         self._resends = 0  # 503 re-sends (the engine's 503 rule)
         self._maybe = False  # an earlier send went to a lost socket (re-sent: it has an id)
 
+    def _lz_result(self) -> PubAck | None:
+        # Under the future's lock: the PubAck of a plain ack, built once.
+        value = self._lz_value
+        if type(value) is tuple:
+            value = self._lz_value = PubAck(stream=value[0], seq=value[1])
+        return value
+
     def set_token(self, token: str) -> bool:
         """Note the reply token; True if the future is done already (the caller
         then cancels the token: whoever finished it may have read none)."""
@@ -347,13 +354,12 @@ class _AsyncPub(PubFuture):
         r = _plain_ack(data) if data else None
         if r is None:
             r = decode_reply(self.subject, msg)
-        if type(r) is tuple:
-            r = PubAck(stream=r[0], seq=r[1])
-        elif not isinstance(r, PubAck):
+        if type(r) is not tuple and not isinstance(r, PubAck):
             self.owner.failed_reply(self, r, msg)  # type: ignore[arg-type]
             return
         # owner.finish(self, r, None), inline for a future nobody waits on
-        # and no callback: once per publish. The claim is _complete()'s.
+        # and no callback: once per publish. The claim is _complete()'s. A
+        # plain ack stays its (stream, seq) until the result is read.
         with completion_lock:
             if self._lz_done or self._lz_real or self._lz_cbs:
                 plain = False
@@ -361,6 +367,8 @@ class _AsyncPub(PubFuture):
                 self._lz_value = r
                 self._lz_done = plain = True
         if not plain:
+            if type(r) is tuple:
+                r = PubAck(stream=r[0], seq=r[1])
             self.owner.finish(self, r, None)  # the whole rule: done, or waited on
             return
         timer = self.timer
