@@ -207,10 +207,9 @@ class RequestMux:
             else:  # w.send(data, plen, 1), inline: once per publish_async
                 v = self._wq.push_at(data, plen, 1)
                 rc = v & 7
+                end = v >> 3
                 if rc != _QUEUED and not w.queued(rc):
                     end = w._send_slow(data, plen, 1)
-                else:
-                    end = v >> 3
         except BaseException:
             self._map.pop(token, None)
             raise

@@ -334,10 +334,10 @@ class _AsyncPub(PubFuture):
 
     def _lz_result(self) -> PubAck | None:
         # Under the future's lock: the PubAck of a plain ack, built once.
-        value = self._lz_value
+        value: PubAck | tuple[str, int] | None = self._lz_value
         if type(value) is tuple:
             value = self._lz_value = PubAck(stream=value[0], seq=value[1])
-        return value
+        return value  # type: ignore[return-value]
 
     def set_token(self, token: str) -> bool:
         """Note the reply token; True if the future is done already (the caller
@@ -367,9 +367,8 @@ class _AsyncPub(PubFuture):
                 self._lz_value = r
                 self._lz_done = plain = True
         if not plain:
-            if type(r) is tuple:
-                r = PubAck(stream=r[0], seq=r[1])
-            self.owner.finish(self, r, None)  # the whole rule: done, or waited on
+            ack = PubAck(stream=r[0], seq=r[1]) if type(r) is tuple else r
+            self.owner.finish(self, ack, None)  # type: ignore[arg-type]  # the whole rule
             return
         timer = self.timer
         if timer is not None:
