@@ -151,8 +151,10 @@ class Msg(MsgBase):
             raise errors.Error("nats: message has no reply subject")
         self._require_client()._out.respond(self.reply, payload, headers)
 
-    # The hot one, in the delivery module (both twins): no frame of Python in C.
-    ack = MsgBase.ack
+    def ack(self) -> None:
+        """Acknowledge (terminal). Ignored after another terminal ack or with ack policy none."""
+        # Replaced by MsgBase.ack below the class (this body is what it does).
+        MsgBase.ack(self)
 
     def nak(self, delay: float | None = None) -> None:
         """Negative ack (terminal): redeliver, after ``delay`` seconds if given."""
@@ -208,3 +210,9 @@ class Msg(MsgBase):
         except ReferenceError:
             raise errors.ConnectionClosedError() from None
         return client
+
+
+# The ack is queued by MsgBase.ack itself (in C in the speedups build: no
+# Python frame per ack). Bound here rather than in the class body so that the
+# API reference, read from the source, documents the method above.
+Msg.ack = MsgBase.ack  # type: ignore[method-assign]
