@@ -15,6 +15,8 @@ respect to interrupts raised into the calling thread; the readstate twin's
 
 import queue
 import threading
+from queue import Empty
+from time import monotonic
 
 cimport cython
 from collections import deque
@@ -416,3 +418,78 @@ cdef tuple _route_safe(owner, list events, Py_ssize_t start, dict subs, msg_type
 def route_safe(owner, list events, Py_ssize_t start, dict subs, msg_type):
     """Deliver events[start:] up to the first frame that needs owner code."""
     return _route_safe(owner, events, start, subs, msg_type)
+
+
+cdef class FetchBase:
+    """One pull's messages; see jsclient/protocol/delivery.py.
+
+    What differs is only how: the counters and flags are C fields, and a
+    message of the common case (no headers, ack policy not none) goes from
+    the reader's route to the queue, and from the queue to the caller, with
+    no Python frame."""
+
+    cdef public object _engine
+    cdef public bint _ack_none
+    cdef public bint _ended
+    cdef public bint _done
+    cdef public double _heartbeat
+    cdef public double _last
+    cdef public double _taken_at
+    cdef public object _put
+    cdef public object _q
+    cdef public object _held
+    cdef public long long _count
+    cdef public long long _batch
+    cdef public long long _max_bytes
+    cdef public long long _bytes
+
+    def _special(self, msg):
+        raise NotImplementedError
+
+    def _end(self, error):
+        raise NotImplementedError
+
+    def _next_slow(self):
+        raise NotImplementedError
+
+    def _on_msg(self, msg):
+        cdef bint special
+        cdef long long n
+        if isinstance(msg, MsgBase):
+            special = (<MsgBase>msg)._hdr is not None or self._ack_none
+        else:
+            special = msg._hdr is not None or self._ack_none
+        if special and self._special(msg):
+            return
+        if self._ended:
+            return
+        if self._heartbeat:
+            self._last = monotonic()
+        self._put(msg)
+        n = self._count + 1
+        self._count = n
+        if n >= self._batch:
+            self._end(None)
+        elif self._max_bytes:
+            self._bytes += msg.size
+            if self._bytes >= self._max_bytes:
+                self._end(None)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        held = self._held
+        if not held:
+            try:
+                item = self._q.get_nowait()
+            except Empty:
+                pass
+            else:
+                if isinstance(item, MsgBase):
+                    self._taken_at = monotonic()
+                    return item
+                held.appendleft(item)
+        return self._next_slow()

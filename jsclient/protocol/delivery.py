@@ -51,6 +51,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
+from time import monotonic
 from typing import Any
 
 from jsclient.errors import ConnectionClosedError, Error, NotJSMessageError
@@ -382,3 +383,86 @@ class Reply:
             self.lock.release()
         except RuntimeError:
             pass  # released already
+
+
+class FetchBase:
+    """One pull's messages: the per-message rule of a fetch, on both its threads.
+
+    The subclass (``FetchBatch``) sets every field before its inbox is lent
+    and provides ``_special(msg)`` (a message with headers, or any with ack
+    policy none: True when it was a status and is consumed), ``_end(error)``
+    and ``_next_slow()``.
+
+    ``_on_msg(msg)``, the inbox's handler on the reader thread: ``_special``
+    first where it applies; nothing once ``_ended``; else ``_last`` becomes
+    ``monotonic()`` if ``_heartbeat`` is set, the message goes to ``_put``
+    and is counted in ``_count``, and reaching ``_batch`` messages (or
+    ``_max_bytes``, when set, in ``_bytes`` of ``msg.size``) ends the pull
+    with ``_end(None)``.
+
+    ``__next__``, the caller's: StopIteration once ``_done``; with nothing
+    in ``_held``, a message ``_q`` has ready (``get_nowait``) is returned at
+    once, ``_taken_at`` set to ``monotonic()``; anything else it took (an end
+    or a re-pull marker) goes to the front of ``_held`` and, as when ``_q``
+    is empty, ``_next_slow()`` decides.
+    """
+
+    _engine: Any
+    _ack_none: bool
+    _ended: bool
+    _done: bool
+    _heartbeat: float
+    _last: float
+    _taken_at: float
+    _put: Callable[[Any], None]
+    _q: queue.SimpleQueue[Any]
+    _held: deque[Any]
+    _count: int
+    _batch: int
+    _max_bytes: int
+    _bytes: int
+
+    def _special(self, msg: Any) -> bool:
+        raise NotImplementedError
+
+    def _end(self, error: BaseException | None) -> None:
+        raise NotImplementedError
+
+    def _next_slow(self) -> Any:
+        raise NotImplementedError
+
+    def _on_msg(self, msg: Any) -> None:
+        if (msg._hdr is not None or self._ack_none) and self._special(msg):
+            return
+        if self._ended:
+            return
+        if self._heartbeat:
+            self._last = monotonic()
+        self._put(msg)
+        n = self._count + 1
+        self._count = n
+        if n >= self._batch:
+            self._end(None)
+        elif self._max_bytes:
+            self._bytes += msg.size
+            if self._bytes >= self._max_bytes:
+                self._end(None)
+
+    def __iter__(self) -> FetchBase:
+        return self
+
+    def __next__(self) -> Any:
+        if self._done:
+            raise StopIteration
+        held = self._held
+        if not held:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                pass
+            else:
+                if isinstance(item, MsgBase):
+                    self._taken_at = monotonic()
+                    return item
+                held.appendleft(item)
+        return self._next_slow()

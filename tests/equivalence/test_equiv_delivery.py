@@ -469,3 +469,110 @@ def test_msgbase_ack_refusals(
     assert type(info.value) is getattr(errors, error)
     assert info.value.__suppress_context__ or info.value.__context__ is None
     assert m._ackd == 0
+
+
+def _fetch_pair(impl: SimpleNamespace, batch: int, max_bytes: int = 0) -> tuple[Any, Any]:
+    """A FetchBase subclass that logs its hooks, and a message type with a size."""
+    import queue
+    from collections import deque
+
+    class M(impl.delivery.MsgBase):  # type: ignore[name-defined,misc]
+        @property
+        def size(self) -> int:
+            return len(self.data) + 10
+
+    class Fetch(impl.delivery.FetchBase):  # type: ignore[name-defined,misc]
+        def __init__(self) -> None:
+            self.log: list[tuple[Any, ...]] = []
+            self.status = False  # what _special answers
+            self._engine = None
+            self._ack_none = False
+            self._ended = False
+            self._done = False
+            self._heartbeat = 0.0
+            self._last = 0.0
+            self._taken_at = 0.0
+            self._q = queue.SimpleQueue()
+            self._put = self._q.put
+            self._held = deque()
+            self._count = 0
+            self._batch = batch
+            self._max_bytes = max_bytes
+            self._bytes = 0
+
+        def _special(self, msg: Any) -> bool:
+            self.log.append(("special", msg.subject))
+            return self.status
+
+        def _end(self, error: BaseException | None) -> None:
+            self.log.append(("end", error))
+            self._ended = True
+
+        def _next_slow(self) -> Any:
+            self.log.append(("slow", list(self._held)))
+            return "slow"
+
+    return Fetch(), M
+
+
+def _queued(f: Any) -> list[str]:
+    out = []
+    while not f._q.empty():
+        out.append(f._q.get_nowait().subject)
+    return out
+
+
+def test_fetch_on_msg_counts_and_ends_at_the_batch(impl: SimpleNamespace) -> None:
+    """``FetchBase._on_msg``: a plain message is queued and counted without a
+    hook; the one that fills the batch ends the pull; after the end nothing
+    is queued. Headers (or ack policy none) ask ``_special`` first: True
+    consumes the message (a status), False lets it through."""
+    f, M = _fetch_pair(impl, batch=3)
+    f._on_msg(M(None, "a", "r", b"x"))
+    f._on_msg(M(None, "b", "r", b"x", b"NATS/1.0\r\nPin: 1\r\n\r\n"))
+    f.status = True
+    f._on_msg(M(None, "st", "", b"", b"NATS/1.0 100\r\n\r\n"))
+    assert (f._count, f._last) == (2, 0.0)  # no heartbeat: no clock read
+    f._heartbeat = 5.0
+    f._on_msg(M(None, "c", "r", b"x"))
+    assert f.log == [("special", "b"), ("special", "st"), ("end", None)]
+    assert f._count == 3 and f._last > 0 and _queued(f) == ["a", "b", "c"]
+    f._on_msg(M(None, "late", "r", b"x"))
+    assert f._count == 3 and _queued(f) == []
+    f2, M2 = _fetch_pair(impl, batch=10)
+    f2._ack_none = True
+    f2._on_msg(M2(None, "n", "r", b"x"))
+    assert f2.log == [("special", "n")] and _queued(f2) == ["n"]
+
+
+def test_fetch_on_msg_ends_at_max_bytes(impl: SimpleNamespace) -> None:
+    """With ``_max_bytes`` set, each message's ``size`` adds to ``_bytes``; the
+    one that reaches the limit ends the pull (a batch that is not reached)."""
+    f, M = _fetch_pair(impl, batch=1_000_000, max_bytes=25)
+    f._on_msg(M(None, "a", "r", b"12"))  # size 12
+    assert (f._bytes, f.log) == (12, [])
+    f._on_msg(M(None, "b", "r", b"123"))  # 13: 25 reached
+    assert (f._bytes, f.log, _queued(f)) == (25, [("end", None)], ["a", "b"])
+
+
+def test_fetch_next_takes_a_ready_message_else_the_slow_path(impl: SimpleNamespace) -> None:
+    """``FetchBase.__next__``: StopIteration once done; a queued message while
+    nothing is held is returned (``_taken_at`` set); a marker goes to the
+    front of ``_held`` and, like an empty queue or anything held, leaves the
+    decision to ``_next_slow``."""
+    f, M = _fetch_pair(impl, batch=10)
+    m = M(None, "a", "r", b"x")
+    f._q.put(m)
+    assert iter(f) is f
+    assert next(f) is m and f._taken_at > 0 and f.log == []
+    assert next(f) == "slow" and f.log == [("slow", [])]  # empty queue
+    marker = object()
+    f._q.put(marker)
+    f._q.put(m)
+    assert next(f) == "slow" and f.log[-1] == ("slow", [marker])
+    assert next(f) == "slow" and f._q.qsize() == 1  # something held: the queue waits
+    f._held.clear()
+    f._done = True
+    with pytest.raises(StopIteration):
+        next(f)
+    assert list(f) == []

@@ -154,7 +154,7 @@ def test_fetch_iteration_keeps_the_message(js: Any) -> None:
     batch = c.fetch(2, expires=20)
     it = iter(batch)
     b = Blocked(lambda: next(it))
-    _interrupted_while(b, ("__next__",), lambda: js.publish("int.f", b"one") and None)
+    _interrupted_while(b, ("__next__", "_next_slow"), lambda: js.publish("int.f", b"one") and None)
     got = [b.result] if b.error is None else []
     if b.error is not None:
         assert isinstance(b.error, Interrupt)

@@ -232,8 +232,8 @@ def test_stall_blocks_then_fails(nc: Client) -> None:
         m.respond(b'{"stream": "HOLD", "seq": 7}')
 
     t = threading.Thread(target=answer)
+    start = time.monotonic()  # before the answer's 0.3 s start: it cannot come sooner
     t.start()
-    start = time.monotonic()
     second = js2.publish_async("hold.second")
     waited = time.monotonic() - start
     t.join(5)

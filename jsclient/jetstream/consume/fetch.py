@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from jsclient import errors
+from jsclient import _impl, errors
 from jsclient._handoff import next_item
 from jsclient._threads import TimerHandle
 from jsclient.jetstream.consume.engine import (
@@ -28,6 +28,9 @@ from jsclient.msg import Msg
 
 if TYPE_CHECKING:
     from jsclient.jetstream.consume.priority import Priority
+    from jsclient.protocol.delivery import FetchBase
+else:
+    FetchBase = _impl.delivery.FetchBase
 
 ErrorCallback = Callable[[BaseException], Any]
 _mono = time.monotonic
@@ -37,7 +40,7 @@ _REPULL = object()
 MIN_REPULL_EXPIRES = 0.05
 
 
-class FetchBatch:
+class FetchBatch(FetchBase):
     """The messages of one pull request, yielded as they arrive.
 
     Iterate it (once): iteration ends when the batch is full or the pull ended
@@ -66,6 +69,7 @@ class FetchBatch:
         prio: Priority | None = None,
     ) -> None:
         self._engine = engine
+        self._ack_none = engine.ack_none
         self._batch = batch
         self._max_bytes = max_bytes
         self._heartbeat = heartbeat
@@ -105,26 +109,17 @@ class FetchBatch:
 
     # -- reader thread -----------------------------------------------------
 
-    def _on_msg(self, msg: Msg) -> None:
-        engine = self._engine
-        if msg._hdr is not None or engine.ack_none:  # engine.read's no-op case, inline
-            st = engine.read(msg)
-            if st is not None:
-                self._on_status(msg.subject, st[0], st[1])
-                return
-        if self._ended:
-            return
-        if self._heartbeat:
-            self._last = _mono()
-        self._put(msg)
-        n = self._count + 1
-        self._count = n
-        if n >= self._batch:
-            self._end(None)
-        elif self._max_bytes:
-            self._bytes += msg.size
-            if self._bytes >= self._max_bytes:
-                self._end(None)
+    # _on_msg(msg), the inbox's handler, is FetchBase's (the delivery twins:
+    # in C in the speedups build); what it does not decide itself is here.
+
+    def _special(self, msg: Msg) -> bool:
+        """A message with headers (or any, with ack policy none): True when it
+        was a status, acted on here; else it is made ready for the user."""
+        st = self._engine.read(msg)
+        if st is None:
+            return False
+        self._on_status(msg.subject, st[0], st[1])
+        return True
 
     def _on_status(self, subject: str, code: int, description: str) -> None:
         if subject != self._reply:
@@ -185,21 +180,15 @@ class FetchBatch:
         return self
 
     def __next__(self) -> Msg:
-        if self._done:
-            raise StopIteration
+        """The next message of the batch, as it arrives; StopIteration at its end."""
+        # Replaced by FetchBase.__next__ below the class (this body is what it
+        # does): a message already queued is taken there, the rest is _next_slow.
+        msg: Msg = FetchBase.__next__(self)
+        return msg
+
+    def _next_slow(self) -> Msg:
         q = self._q
         held = self._held
-        if not held:  # next_item's first step, inline: once per message
-            try:
-                item = q.get_nowait()
-            except queue.Empty:
-                pass
-            else:
-                if item is not _END and item is not _REPULL:
-                    self._taken_at = _mono()
-                    msg: Msg = item
-                    return msg
-                held.appendleft(item)  # the loop below acts on it
         self._reading += 1
         try:
             while True:
@@ -220,7 +209,8 @@ class FetchBatch:
                     self._repull()
                     continue
                 self._taken_at = _mono()
-                return item  # type: ignore[no-any-return]
+                msg: Msg = item
+                return msg
         finally:
             self._reading -= 1
 
@@ -297,3 +287,10 @@ def wait_read(it: Any, deadline: float | None) -> bool:
             return False
         time.sleep(0.005)
     return True
+
+
+# A message already queued is handed out by FetchBase.__next__ itself (in C in
+# the speedups build: no Python frame per message). Bound here rather than in
+# the class body so that the API reference, read from the source, documents
+# the method above.
+FetchBatch.__next__ = FetchBase.__next__  # type: ignore[method-assign]
