@@ -428,7 +428,6 @@ cdef class FetchBase:
     the reader's route to the queue, and from the queue to the caller, with
     no Python frame."""
 
-    cdef public object _engine
     cdef public bint _ack_none
     cdef public bint _ended
     cdef public bint _done

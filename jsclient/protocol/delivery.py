@@ -407,7 +407,6 @@ class FetchBase:
     is empty, ``_next_slow()`` decides.
     """
 
-    _engine: Any
     _ack_none: bool
     _ended: bool
     _done: bool

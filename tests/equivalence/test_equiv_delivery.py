@@ -485,7 +485,6 @@ def _fetch_pair(impl: SimpleNamespace, batch: int, max_bytes: int = 0) -> tuple[
         def __init__(self) -> None:
             self.log: list[tuple[Any, ...]] = []
             self.status = False  # what _special answers
-            self._engine = None
             self._ack_none = False
             self._ended = False
             self._done = False
