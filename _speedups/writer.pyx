@@ -227,6 +227,68 @@ cdef class WriteQueue:
         PyByteArray_Resize(last, old + n)
         return PyByteArray_AS_STRING(last) + old
 
+    def pub_reply(self, bytes subject not None, bytes reply not None, str token not None,
+                  bytes payload not None, tracked):
+        cdef Py_ssize_t slen = PyBytes_GET_SIZE(subject)
+        cdef Py_ssize_t rlen = PyBytes_GET_SIZE(reply)
+        cdef Py_ssize_t plen = PyBytes_GET_SIZE(payload)
+        cdef Py_ssize_t tlen, dlen, n
+        cdef const char* t
+        cdef bytes encoded
+        cdef bytes frame = None
+        cdef char num[24]
+        cdef char* p
+        cdef long long end
+        cdef int rc
+        if plen > self.max_payload:
+            return C_TOO_BIG
+        if PyUnicode_IS_ASCII(token):
+            t = <const char*>PyUnicode_DATA(token)
+            tlen = PyUnicode_GET_LENGTH(token)
+        else:
+            encoded = token.encode("utf-8", "surrogateescape")
+            t = PyBytes_AS_STRING(encoded)
+            tlen = PyBytes_GET_SIZE(encoded)
+        dlen = _digits(plen, num)
+        n = 4 + slen + 1 + rlen + tlen + 1 + dlen + 2 + plen + 2
+        if n >= C_GATHER_MIN:
+            frame = PyBytes_FromStringAndSize(NULL, n)  # a chunk of its own (see _push)
+        with cython.critical_section(self):
+            if not self.open or (self.nbytes and self.nbytes + n > self.limit):
+                return C_FULL
+            if frame is None and not self._open:
+                frame = PyBytes_FromStringAndSize(NULL, n)
+            p = self._tail_room(n) if frame is None else PyBytes_AS_STRING(frame)
+            memcpy(p, b"PUB ", 4)
+            p += 4
+            memcpy(p, PyBytes_AS_STRING(subject), slen)
+            p += slen
+            p[0] = 32
+            p += 1
+            memcpy(p, PyBytes_AS_STRING(reply), rlen)
+            p += rlen
+            memcpy(p, t, tlen)
+            p += tlen
+            p[0] = 32
+            p += 1
+            memcpy(p, num, dlen)
+            p += dlen
+            p[0] = 13
+            p[1] = 10
+            p += 2
+            memcpy(p, PyBytes_AS_STRING(payload), plen)
+            p += plen
+            p[0] = 13
+            p[1] = 10
+            if frame is not None:
+                PyList_Append(self._chunks, frame)
+                self._open = n < C_GATHER_MIN
+            rc = self._counted(n, plen, 1)
+            end = self.appended
+        tracked._wlen = n
+        tracked._wend = end
+        return rc
+
     def ack(self, str subject not None, bytes body not None):
         cdef Py_ssize_t slen
         cdef const char* s

@@ -72,6 +72,13 @@ class Outcome:
             return None
         return ours / theirs
 
+    def ceiling(self, peer: str) -> float | None:
+        """The raw socket's rate over ``peer``'s: how far any client can be ahead of it."""
+        raw, theirs = self.rate(RAW), self.rate(peer)
+        if peer == RAW or raw is None or not theirs:
+            return None
+        return raw / theirs
+
     def target_results(self) -> list[tuple[Target, float | None, bool | None]]:
         """Each target with the measured ratio and whether it is met (None: not measured)."""
         out: list[tuple[Target, float | None, bool | None]] = []
@@ -91,7 +98,8 @@ class Outcome:
         d = asdict(self)
         d["ratios"] = {peer: self.ratio(peer) for peer in PEERS}
         d["targets_met"] = [
-            {"target": t.label(), "ratio": r, "met": met} for t, r, met in self.target_results()
+            {"target": t.label(), "ratio": r, "met": met, "raw_ratio": self.ceiling(t.against)}
+            for t, r, met in self.target_results()
         ]
         return d
 
@@ -237,6 +245,10 @@ def targets_cell(o: Outcome) -> str:
     parts = []
     for t, _r, met in o.target_results():
         mark = "" if met is None else (" ✓" if met else " ✗")
+        ceiling = o.ceiling(t.against) if met is False else None
+        if ceiling is not None:
+            # A target missed: is it within reach of a raw socket at all?
+            mark += f" (raw {ceiling:.2f}x)"
         parts.append(t.label() + mark)
     if o.rss_growth_target_mb is not None:
         met = o.memory_target_met()

@@ -27,6 +27,7 @@ from jsclient import _impl, errors
 from jsclient.protocol import commands
 
 _QUEUED = _impl.writer.QUEUED
+_TOO_BIG = _impl.writer.TOO_BIG
 
 
 class Waiter(Protocol):
@@ -183,10 +184,32 @@ class RequestMux:
         subj = host._subject_cache.get(subject)
         if subj is None:
             subj = host._subject_bytes(subject)
-        reply = self._prefix_b + token.encode()
         if type(payload) is not bytes:
             commands.check_payload(payload)
             payload = bytes(payload)
+        if hdr is None and tracked is not None and not nowait:
+            # publish_async's path: the frame is built in the write queue, which
+            # notes where it lies; w.send(), inline for the common case.
+            self._map[token] = waiter
+            try:
+                rc = self._wq.pub_reply(subj, self._prefix_b, token, payload, tracked)
+                if rc != _QUEUED and not self._w.queued(rc):
+                    if rc == _TOO_BIG:
+                        raise host._too_big(len(payload))
+                    data = b"PUB %s %s%s %d\r\n%s\r\n" % (
+                        subj,
+                        self._prefix_b,
+                        token.encode(),
+                        len(payload),
+                        payload,
+                    )
+                    tracked._wlen = len(data)
+                    tracked._wend = self._w._send_slow(data, len(payload), 1)
+            except BaseException:
+                self._map.pop(token, None)
+                raise
+            return token
+        reply = self._prefix_b + token.encode()
         plen = len(payload)
         max_payload = self._wq.max_payload
         if hdr is None:
@@ -204,12 +227,8 @@ class RequestMux:
                 end = w.send_inline(data, plen)
             elif nowait:
                 end = w.send_nowait(data, plen, 1)
-            else:  # w.send(data, plen, 1), inline: once per publish_async
-                v = self._wq.push_at(data, plen, 1)
-                rc = v & 7
-                end = v >> 3
-                if rc != _QUEUED and not w.queued(rc):
-                    end = w._send_slow(data, plen, 1)
+            else:
+                end = w.send(data, plen, 1)
         except BaseException:
             self._map.pop(token, None)
             raise

@@ -255,6 +255,39 @@ class WriteQueue:
             return UNKNOWN_SUBJECT
         return self.pub(subj, payload, self.max_payload)
 
+    def pub_reply(
+        self, subject: bytes, reply: bytes, token: str, payload: bytes, tracked: Any
+    ) -> int:
+        """``PUB subject reply+token len``: a request's frame, built in the queue.
+
+        As :meth:`push` (QUEUED, KICK, WRITE or FULL; TOO_BIG over
+        ``max_payload``, nothing queued then), and a queued frame's length and
+        end position go to ``tracked._wlen`` and ``tracked._wend``.
+        """
+        _need(subject, bytes, "subject")
+        _need(reply, bytes, "reply")
+        _need(token, str, "token")
+        _need(payload, bytes, "payload")
+        plen = len(payload)
+        if plen > self.max_payload:
+            return TOO_BIG
+        frame = b"PUB %s %s%s %d\r\n%s\r\n" % (
+            subject,
+            reply,
+            token.encode("utf-8", "surrogateescape"),
+            plen,
+            payload,
+        )
+        n = len(frame)
+        with self._lock:
+            if not self.open or (self.nbytes and self.nbytes + n > self.limit):
+                return FULL
+            rc = self._push(frame, plen, 1)
+            end = self.appended
+        tracked._wlen = n
+        tracked._wend = end
+        return rc
+
     def ack(self, subject: str, body: bytes) -> int:
         _need(subject, str, "subject")
         _need(body, bytes, "body")

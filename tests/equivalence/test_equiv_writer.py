@@ -199,6 +199,53 @@ def test_too_big(impl: SimpleNamespace) -> None:
     assert (len(q), q.out_msgs) == (1, 1)
 
 
+def test_pub_reply_builds_the_request_frame_and_notes_its_place(impl: SimpleNamespace) -> None:
+    w = impl.writer
+    q = w.WriteQueue(200)
+    where = SimpleNamespace(_wlen=0, _wend=0)
+    assert q.pub_reply(b"s.t", b"_INBOX.x.", "7", b"hi", where) == w.FULL  # closed
+    assert (where._wlen, where._wend, len(q)) == (0, 0, 0)
+    q.open = True
+    q.push(b"PING\r\n")
+    assert q.pub_reply(b"s.t", b"_INBOX.x.", "12", b"hi", where) == w.QUEUED
+    frame = b"PUB s.t _INBOX.x.12 2\r\nhi\r\n"
+    assert (where._wlen, where._wend) == (len(frame), 6 + len(frame))
+    assert q.pub_reply(b"s", b"r.", "\u00fc", b"", where) == w.QUEUED  # not ASCII: UTF-8
+    assert (where._wlen, where._wend) == (16, 6 + len(frame) + 16)
+    assert (q.out_msgs, q.out_bytes, q.appended) == (2, 2, where._wend)
+    # Over max_payload: nothing queued, nothing noted.
+    q.max_payload = 3
+    assert q.pub_reply(b"s", b"r.", "1", b"long", where) == w.TOO_BIG
+    assert where._wend == q.appended and q.out_msgs == 2
+    # Over the limit: FULL, as push.
+    assert q.pub_reply(b"s", b"r.", "1", b"x" * 3 + b"", where) == w.QUEUED
+    assert q.pub_reply(b"s" * 150, b"r.", "1", b"x", where) == w.FULL
+    chunks, size = q.take()
+    assert b"".join(chunks) == b"PING\r\n" + frame + "PUB s r.ü 0\r\n\r\n".encode() + (
+        b"PUB s r.1 3\r\nxxx\r\n"
+    )
+    assert len(chunks) == 1 and size == q.appended
+    # A large frame is a chunk of its own, and the next small one starts another.
+    q.limit = q.max_payload = 1 << 20
+    big = b"y" * w.GATHER_MIN
+    assert q.pub_reply(b"b", b"r.", "2", big, where) == w.QUEUED  # still kicked
+    assert q.big and where._wlen == len(b"PUB b r.2 16384\r\n\r\n") + len(big)
+    q.pub_reply(b"c", b"r.", "3", b"z", where)
+    chunks, _ = q.take()
+    assert [bytes(c) for c in chunks] == [
+        b"PUB b r.2 16384\r\n" + big + b"\r\n",
+        b"PUB c r.3 1\r\nz\r\n",
+    ]
+    for bad in (
+        lambda: q.pub_reply("s", b"r.", "1", b"x", where),
+        lambda: q.pub_reply(b"s", "r.", "1", b"x", where),
+        lambda: q.pub_reply(b"s", b"r.", 1, b"x", where),
+        lambda: q.pub_reply(b"s", b"r.", "1", bytearray(b"x"), where),
+    ):
+        with pytest.raises(TypeError):
+            bad()
+
+
 def test_big_flag_and_front(impl: SimpleNamespace) -> None:
     w = impl.writer
     q = w.WriteQueue(1 << 30)
@@ -339,6 +386,12 @@ ops = st.lists(
         st.tuples(st.just("pub"), st.binary(min_size=1, max_size=8), st.binary(max_size=40)),
         st.tuples(st.just("ack"), st.text(min_size=1, max_size=12), st.binary(max_size=6)),
         st.tuples(st.just("pub_str"), st.sampled_from(["a", "b.c", "zz"]), st.binary(max_size=40)),
+        st.tuples(
+            st.just("pub_reply"),
+            st.binary(min_size=1, max_size=8),
+            st.text(min_size=1, max_size=6),
+            st.binary(max_size=40),
+        ),
         st.tuples(st.just("max_payload"), st.integers(0, 50)),
         st.tuples(st.just("write_at"), st.integers(1, 150)),
         st.tuples(st.just("push"), st.binary(max_size=30), st.integers(0, 50), st.integers(0, 3)),
@@ -362,6 +415,9 @@ def _apply(q: Any, op: tuple[Any, ...]) -> Any:
         return q.ack(op[1], op[2])
     if kind == "pub_str":
         return q.pub_str(op[1], op[2])
+    if kind == "pub_reply":
+        where = SimpleNamespace(_wlen=None, _wend=None)
+        return q.pub_reply(op[1], b"_R.", op[2], op[3], where), where._wlen, where._wend
     if kind == "max_payload":
         q.max_payload = op[1]
         return None

@@ -257,6 +257,18 @@ def test_outcome_ratios_and_targets() -> None:
     assert o.clients[NATSIO].reason == "n/a (needs Python 3.13+)"
     met = {t.against: ok for t, _r, ok in o.target_results()}
     assert met == {RAW: False, NATS_PY: True, NATSIO: None}  # ahead-of-natsio: not measured
+    # What a raw socket reaches against each peer, beside a missed target only.
+    assert (o.ceiling(NATS_PY), o.ceiling(RAW), o.ceiling(NATSIO)) == (10.0, None, None)
+    assert "(raw" not in report.targets_cell(o)
+    slow = report.outcome(
+        w,
+        100,
+        {JSCLIENT: [Result(50.0)], NATS_PY: [Result(100.0)], RAW: [Result(120.0)]},
+        {},
+        {},
+    )
+    assert "(raw 1.20x)" in report.targets_cell(slow)
+    assert [t["raw_ratio"] for t in slow.as_dict()["targets_met"]] == [None, 1.2, None]
 
     # a client without the API is n/a; one whose every round failed is an error
     w2 = _fake_workload(fns={JSCLIENT: w.fns[JSCLIENT], NATS_PY: w.fns[NATS_PY]})

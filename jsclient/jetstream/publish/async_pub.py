@@ -277,9 +277,11 @@ class AsyncPublisher(PublishEngine["_AsyncPub"]):
     def _forget(self, ack: _AsyncPub) -> None:
         # Reader thread, mostly: one dict operation; the window takes a lock
         # only when a publisher or a completer waits.
-        self._pending.pop(ack, None)
+        pending = self._pending
+        pending.pop(ack, None)
         window = self._window
-        if window._signal.waiting:  # released()'s own first test, inline: once per ack
+        # released()'s own first test, inline: once per ack.
+        if window._signal.waiting and len(pending) <= window.wake_at:
             window.released()
 
 

@@ -35,7 +35,7 @@ class Window:
     :meth:`released` after every decrease (any thread).
     """
 
-    __slots__ = ("_count", "_lock", "_signal", "_targets", "limit", "resume_at")
+    __slots__ = ("_count", "_lock", "_signal", "_targets", "limit", "resume_at", "wake_at")
 
     def __init__(self, limit: int, resume_at: int, count: Callable[[], int]) -> None:
         if limit < 0 or not 0 <= resume_at <= max(0, limit):
@@ -48,6 +48,9 @@ class Window:
         # threads in a wait (read without the lock by released()).
         self._signal = Signal(self._lock)
         self._targets: list[int] = []  # the count each waiting thread waits for
+        # The highest of those targets, -1 with no waiter: the owner reads it
+        # without the lock, so an ack that wakes nobody takes no lock.
+        self.wake_at = -1
 
     # -- the rule ----------------------------------------------------------------
 
@@ -84,8 +87,10 @@ class Window:
             # the append, inside the try. The finally undoes the count first,
             # since an interrupt at the remove's return skips what follows.
             try:
-                signal.waiting += 1  # registered before the count is read (see released())
                 self._targets.append(target)
+                # Before ``waiting``: an owner that sees the waiter sees its mark.
+                self.wake_at = max(self._targets)
+                signal.waiting += 1  # registered before the count is read (see released())
                 while True:  # the test inside: see tests/unit/test_interrupt_cover.py
                     if count() <= target:
                         return True
@@ -97,7 +102,9 @@ class Window:
                     signal.wait_locked(min(left, WAIT_SLICE))
             finally:
                 signal.waiting -= 1
-                self._targets.remove(target)
+                targets = self._targets
+                targets.remove(target)
+                self.wake_at = max(targets) if targets else -1
 
     # -- the owner's side ----------------------------------------------------------
 
@@ -106,9 +113,11 @@ class Window:
 
         Removing first and then reading ``waiting`` (the owner's order) pairs
         with a waiter that registers and then reads the count: one of the two
-        sees the other.
+        sees the other. A waiter sets ``wake_at`` before it registers, so a
+        count above every target needs no lock (most acks of a stalled
+        window): the owner of a hot path makes the same test inline.
         """
-        if self._signal.waiting:
+        if self._signal.waiting and self._count() <= self.wake_at:
             with self._lock:
                 targets = self._targets
                 if targets and self._count() <= max(targets):
