@@ -111,9 +111,9 @@ def test_released_without_waiters_takes_no_lock() -> None:
 
 
 def test_an_ack_above_every_waiters_mark_takes_no_lock() -> None:
-    """A waiter publishes its mark (``wake_at``) before it registers; while the
-    count stays above it, released() wakes nobody and takes no lock, and the
-    ack that reaches it still wakes the waiter."""
+    """A waiter publishes its mark (``wake_at``) before it reads the count; while
+    the count stays above it, released() wakes nobody and takes no lock, and
+    the ack that reaches it still wakes the waiter."""
     o = _Owner(8, 2)
     o.fill(8)
     assert o.window.wake_at == -1
@@ -121,9 +121,9 @@ def test_an_ack_above_every_waiters_mark_takes_no_lock() -> None:
     t = threading.Thread(target=lambda: got.append(o.window.wait_room(time.monotonic() + 10)))
     t.start()
     deadline = time.monotonic() + 5
-    while o.window._signal.waiting == 0 and time.monotonic() < deadline:
+    while o.window.wake_at != 2 and time.monotonic() < deadline:
         time.sleep(0.001)
-    assert o.window.wake_at == 2
+    assert o.window.wake_at == 2 and o.window._signal.waiting
     with o.window._lock:  # held here: an ack above the mark must not block
         done = threading.Event()
         threading.Thread(target=lambda: (o.ack(5), done.set())).start()

@@ -87,10 +87,11 @@ class Window:
             # the append, inside the try. The finally undoes the count first,
             # since an interrupt at the remove's return skips what follows.
             try:
-                self._targets.append(target)
-                # Before ``waiting``: an owner that sees the waiter sees its mark.
-                self.wake_at = max(self._targets)
                 signal.waiting += 1  # registered before the count is read (see released())
+                self._targets.append(target)
+                # Before the count is read: an owner that finds the old mark
+                # took its count before this thread reads it.
+                self.wake_at = max(self._targets)
                 while True:  # the test inside: see tests/unit/test_interrupt_cover.py
                     if count() <= target:
                         return True
@@ -113,9 +114,10 @@ class Window:
 
         Removing first and then reading ``waiting`` (the owner's order) pairs
         with a waiter that registers and then reads the count: one of the two
-        sees the other. A waiter sets ``wake_at`` before it registers, so a
-        count above every target needs no lock (most acks of a stalled
-        window): the owner of a hot path makes the same test inline.
+        sees the other. A waiter sets ``wake_at`` after it registers and
+        before it reads the count, so an owner that reads a count above that
+        mark (most acks of a stalled window) needs no lock: the waiter reads
+        a count no higher. The owner of a hot path makes the same test inline.
         """
         if self._signal.waiting and self._count() <= self.wake_at:
             with self._lock:
