@@ -135,6 +135,13 @@ cdef class WriteQueue:
     cdef list _out_holes
     cdef long long _write_mark
     cdef bint _open  # the last chunk takes more small frames (see _push)
+    # The last chunk as a bytearray with room to spare: the bytes of it in use
+    # (-1: no such chunk, every chunk's size is its length). _seal() trims it
+    # before anything reads the chunks' sizes or appends another chunk; the
+    # next such chunk starts with room for what the last one held (_tail_cap),
+    # so a batch of small frames grows its buffer once, if at all.
+    cdef Py_ssize_t _tail_fill
+    cdef Py_ssize_t _tail_cap
 
     def __init__(self, limit):
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -166,6 +173,8 @@ cdef class WriteQueue:
         self._out_holes = []
         self._write_mark = 0
         self._open = False
+        self._tail_fill = -1
+        self._tail_cap = 0
 
     def __len__(self):
         return PyList_GET_SIZE(self._chunks)
@@ -215,17 +224,35 @@ cdef class WriteQueue:
         return self._add(_frame(subj, slen, body, blen), blen, 1)
 
     cdef char* _tail_room(self, Py_ssize_t n) except NULL:
-        # In a critical section on self, with _open set: the last chunk as a
-        # bytearray grown by ``n`` bytes; returns where those bytes go.
+        # In a critical section on self, with _open set: ``n`` more bytes of
+        # the last chunk, made a bytearray with room; returns where they go.
         cdef Py_ssize_t i = PyList_GET_SIZE(self._chunks) - 1
         cdef object last = <object>PyList_GET_ITEM(self._chunks, i)
-        cdef Py_ssize_t old
-        if type(last) is bytes:
-            last = PyByteArray_FromStringAndSize(PyBytes_AS_STRING(last), PyBytes_GET_SIZE(last))
-            self._chunks[i] = last
-        old = PyByteArray_GET_SIZE(last)
-        PyByteArray_Resize(last, old + n)
-        return PyByteArray_AS_STRING(last) + old
+        cdef Py_ssize_t fill = self._tail_fill
+        cdef Py_ssize_t cap
+        cdef object room
+        if fill < 0:
+            fill = Py_SIZE(last)
+            if type(last) is bytes:
+                cap = max(self._tail_cap, 2 * (fill + n))
+                room = PyByteArray_FromStringAndSize(NULL, cap)
+                memcpy(PyByteArray_AS_STRING(room), PyBytes_AS_STRING(last), fill)
+                self._chunks[i] = last = room
+        if fill + n > PyByteArray_GET_SIZE(last):
+            PyByteArray_Resize(last, 2 * (fill + n))
+        self._tail_fill = fill + n
+        return PyByteArray_AS_STRING(last) + fill
+
+    cdef int _seal(self) except -1:
+        # In a critical section on self: trim the last chunk to the bytes in use.
+        cdef Py_ssize_t fill = self._tail_fill
+        cdef object last
+        if fill >= 0:
+            last = <object>PyList_GET_ITEM(self._chunks, PyList_GET_SIZE(self._chunks) - 1)
+            PyByteArray_Resize(last, fill)
+            self._tail_fill = -1
+            self._tail_cap = fill + fill // 4
+        return 0
 
     def pub_reply(self, bytes subject not None, bytes reply not None, str token not None,
                   bytes payload not None, tracked):
@@ -281,6 +308,7 @@ cdef class WriteQueue:
             p[0] = 13
             p[1] = 10
             if frame is not None:
+                self._seal()
                 PyList_Append(self._chunks, frame)
                 self._open = n < C_GATHER_MIN
             rc = self._counted(n, plen, 1)
@@ -334,6 +362,7 @@ cdef class WriteQueue:
         if n < C_GATHER_MIN and self._open:
             memcpy(self._tail_room(n), PyBytes_AS_STRING(data), n)
         else:
+            self._seal()
             PyList_Append(self._chunks, data)
             self._open = n < C_GATHER_MIN
         return self._counted(n, payload_len, msgs)
@@ -372,6 +401,7 @@ cdef class WriteQueue:
         cdef long long end
         cdef object c
         with cython.critical_section(self):
+            self._seal()
             chunks = self._chunks
             if PyList_GET_SIZE(chunks) == 0:
                 return [], 0
@@ -416,6 +446,7 @@ cdef class WriteQueue:
 
     def pause(self):
         with cython.critical_section(self):
+            self._seal()
             self._open = False  # the barrier falls between chunks
             self._barrier = self.appended
             return self._barrier
@@ -486,6 +517,7 @@ cdef class WriteQueue:
                 return ok
             merged.extend(holes[hi:])
             self._holes = merged
+            self._seal()
             self._chunks = _cut(self._chunks, cuts, self._lead)
             self._open = False
             self.nbytes -= removed
