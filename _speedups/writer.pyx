@@ -87,12 +87,27 @@ cdef bytes _frame(const char* subj, Py_ssize_t slen, const char* body, Py_ssize_
 
 cdef inline void _fill(char* p, const char* subj, Py_ssize_t slen, const char* num,
                        Py_ssize_t dlen, const char* body, Py_ssize_t blen):
+    _fill_pub(p, subj, slen, False, NULL, 0, NULL, 0, num, dlen, body, blen)
+
+
+cdef inline void _fill_pub(char* p, const char* subj, Py_ssize_t slen, bint with_reply,
+                           const char* reply, Py_ssize_t rlen, const char* token,
+                           Py_ssize_t tlen, const char* num, Py_ssize_t dlen,
+                           const char* body, Py_ssize_t blen):
+    # b"PUB subj [reply+token ]len\r\nbody\r\n" (the reply part if with_reply).
     memcpy(p, b"PUB ", 4)
     p += 4
     memcpy(p, subj, slen)
     p += slen
     p[0] = 32
     p += 1
+    if with_reply:
+        memcpy(p, reply, rlen)
+        p += rlen
+        memcpy(p, token, tlen)
+        p += tlen
+        p[0] = 32
+        p += 1
     memcpy(p, num, dlen)
     p += dlen
     p[0] = 13
@@ -286,27 +301,8 @@ cdef class WriteQueue:
             if frame is None and not self._open:
                 frame = PyBytes_FromStringAndSize(NULL, n)
             p = self._tail_room(n) if frame is None else PyBytes_AS_STRING(frame)
-            memcpy(p, b"PUB ", 4)
-            p += 4
-            memcpy(p, PyBytes_AS_STRING(subject), slen)
-            p += slen
-            p[0] = 32
-            p += 1
-            memcpy(p, PyBytes_AS_STRING(reply), rlen)
-            p += rlen
-            memcpy(p, t, tlen)
-            p += tlen
-            p[0] = 32
-            p += 1
-            memcpy(p, num, dlen)
-            p += dlen
-            p[0] = 13
-            p[1] = 10
-            p += 2
-            memcpy(p, PyBytes_AS_STRING(payload), plen)
-            p += plen
-            p[0] = 13
-            p[1] = 10
+            _fill_pub(p, PyBytes_AS_STRING(subject), slen, True, PyBytes_AS_STRING(reply), rlen,
+                      t, tlen, num, dlen, PyBytes_AS_STRING(payload), plen)
             if frame is not None:
                 self._seal()
                 PyList_Append(self._chunks, frame)

@@ -236,6 +236,9 @@ def test_pub_reply_builds_the_request_frame_and_notes_its_place(impl: SimpleName
         b"PUB b r.2 16384\r\n" + big + b"\r\n",
         b"PUB c r.3 1\r\nz\r\n",
     ]
+    # An empty reply subject is sent as it is given (the caller checks subjects).
+    q.pub_reply(b"e", b"", "", b"", where)
+    assert bytes(q.take()[0][0]) == b"PUB e  0\r\n\r\n" and where._wlen == 12
     for bad in (
         lambda: q.pub_reply("s", b"r.", "1", b"x", where),
         lambda: q.pub_reply(b"s", "r.", "1", b"x", where),
