@@ -8,6 +8,7 @@ when the child exits normally (``with`` block exit, atexit, finalizers).
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import multiprocessing
 import os
@@ -16,6 +17,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,7 +55,9 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
-def test_child_gets_forked_error_and_parent_is_untouched(nats_server: NatsServer) -> None:
+def test_child_gets_forked_error_and_parent_is_untouched(
+    nats_server: NatsServer, tmp_path: Path
+) -> None:
     seen_errors: list[BaseException] = []
     nc = jsclient.connect(nats_server.url, error_cb=seen_errors.append)
     try:
@@ -67,11 +71,15 @@ def test_child_gets_forked_error_and_parent_is_untouched(nats_server: NatsServer
         pushed = push.next_msg(timeout=5)
         pulled = js.pull_subscribe("forkjs.>", durable="legacy")
         r, w = os.pipe()
+        # A child stuck on something the fork left locked writes every
+        # thread's stack here and exits, so the failure says where.
+        stacks = open(tmp_path / "child-stacks.txt", "w+")  # noqa: SIM115
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child
             code = 1
             try:
                 os.close(r)
+                faulthandler.dump_traceback_later(30, exit=True, file=stacks)
                 ops: dict[str, Callable[[], Any]] = {
                     "publish": lambda: nc.publish("fork.child", b"child"),
                     "publish_headers": lambda: nc.publish("fork.child", b"c", headers={"a": "b"}),
@@ -113,7 +121,11 @@ def test_child_gets_forked_error_and_parent_is_untouched(nats_server: NatsServer
             data = _read_all(r)
         finally:
             os.close(r)
-        assert _wait_child(pid) == 0
+        code = _wait_child(pid)
+        stacks.seek(0)
+        where = stacks.read()
+        stacks.close()
+        assert code == 0 and not where, f"the child (exit {code}) hung:\n{where}"
         out = json.loads(data)
         assert out.pop("with_exit") == "ok"
         for name, result in out.items():
