@@ -293,20 +293,18 @@ cdef class WriteQueue:
             tlen = PyBytes_GET_SIZE(encoded)
         dlen = _digits(plen, num)
         n = 4 + slen + 1 + rlen + tlen + 1 + dlen + 2 + plen + 2
-        if n >= C_GATHER_MIN:
-            frame = PyBytes_FromStringAndSize(NULL, n)  # a chunk of its own (see _push)
         with cython.critical_section(self):
             if not self.open or (self.nbytes and self.nbytes + n > self.limit):
                 return C_FULL
-            if frame is None and not self._open:
+            if n < C_GATHER_MIN and self._open:  # as _push places a frame
+                p = self._tail_room(n)
+            else:
                 frame = PyBytes_FromStringAndSize(NULL, n)
-            p = self._tail_room(n) if frame is None else PyBytes_AS_STRING(frame)
+                p = PyBytes_AS_STRING(frame)
             _fill_pub(p, PyBytes_AS_STRING(subject), slen, True, PyBytes_AS_STRING(reply), rlen,
                       t, tlen, num, dlen, PyBytes_AS_STRING(payload), plen)
             if frame is not None:
-                self._seal()
-                PyList_Append(self._chunks, frame)
-                self._open = n < C_GATHER_MIN
+                self._append_chunk(frame)
             rc = self._counted(n, plen, 1)
             end = self.appended
         tracked._wlen = n
@@ -358,10 +356,16 @@ cdef class WriteQueue:
         if n < C_GATHER_MIN and self._open:
             memcpy(self._tail_room(n), PyBytes_AS_STRING(data), n)
         else:
-            self._seal()
-            PyList_Append(self._chunks, data)
-            self._open = n < C_GATHER_MIN
+            self._append_chunk(data)
         return self._counted(n, payload_len, msgs)
+
+    cdef int _append_chunk(self, bytes data) except -1:
+        # In a critical section on self: ``data`` as a chunk of its own, after
+        # the last one is trimmed; a small one takes the small frames after it.
+        self._seal()
+        PyList_Append(self._chunks, data)
+        self._open = PyBytes_GET_SIZE(data) < C_GATHER_MIN
+        return 0
 
     cdef int _counted(self, Py_ssize_t n, long long payload_len, long long msgs) except -1:
         # In a critical section on self: ``n`` bytes were appended.

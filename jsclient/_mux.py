@@ -27,7 +27,6 @@ from jsclient import _impl, errors
 from jsclient.protocol import commands
 
 _QUEUED = _impl.writer.QUEUED
-_TOO_BIG = _impl.writer.TOO_BIG
 
 
 class Waiter(Protocol):
@@ -189,26 +188,17 @@ class RequestMux:
             payload = bytes(payload)
         if hdr is None and tracked is not None and not nowait:
             # publish_async's path: the frame is built in the write queue, which
-            # notes where it lies; w.send(), inline for the common case.
+            # notes where it lies. A frame it refuses (full, closed, too big) was
+            # not queued: it takes the general path below.
             self._map[token] = waiter
             try:
                 rc = self._wq.pub_reply(subj, self._prefix_b, token, payload, tracked)
-                if rc != _QUEUED and not self._w.queued(rc):
-                    if rc == _TOO_BIG:
-                        raise host._too_big(len(payload))
-                    data = b"PUB %s %s%s %d\r\n%s\r\n" % (
-                        subj,
-                        self._prefix_b,
-                        token.encode(),
-                        len(payload),
-                        payload,
-                    )
-                    tracked._wlen = len(data)
-                    tracked._wend = self._w._send_slow(data, len(payload), 1)
+                if rc == _QUEUED or self._w.queued(rc):
+                    return token
             except BaseException:
                 self._map.pop(token, None)
                 raise
-            return token
+            self._map.pop(token, None)
         reply = self._prefix_b + token.encode()
         plen = len(payload)
         max_payload = self._wq.max_payload
